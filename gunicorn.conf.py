@@ -1,0 +1,37 @@
+"""gunicorn settings for toolproxy: gevent workers, bind and worker count from toolproxy's settings.
+
+`toolproxy.config` imports only the standard library and PyYAML, so loading it here, in the master, keeps
+`ssl` and `requests` out until each worker has monkey-patched. `gunicorn -b HOST:PORT` still overrides `bind`.
+"""
+
+import sys
+
+from toolproxy.config import ConfigError, exposure_problem, load_settings
+
+try:
+    _settings = load_settings()
+except ConfigError as _error:
+    sys.exit(f"toolproxy: the configuration has problems:\n{_error}")
+
+bind = [_settings.bind]
+workers = _settings.workers
+worker_class = "gevent"
+worker_connections = 200
+# With gevent, `timeout` is a heartbeat: a worker dies only when something blocks its loop that long.
+timeout = 30
+graceful_timeout = 120
+keepalive = 15
+preload_app = False
+accesslog = "-"
+errorlog = "-"
+loglevel = "info"
+
+
+def on_starting(server):
+    """Refuse to expose an open proxy. Checked on the real addresses, after any `-b` from the command line."""
+    hosts = [address[0] if isinstance(address, tuple) else "unix" for address in server.cfg.address]
+    problem = exposure_problem([host for host in hosts if host != "unix"], _settings)
+    if problem:
+        sys.exit(f"toolproxy: {problem}")
+    if _settings.allow_open and not _settings.api_keys:
+        server.log.warning("toolproxy: TOOLPROXY_ALLOW_OPEN=1: serving without API keys")

@@ -1,0 +1,67 @@
+"""The OpenAI-compatible surface: `/v1/chat/completions`, `/v1/models`, and `/health`; API-key checks."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, Response, current_app, request
+
+from toolproxy.chat import Exchange, answer, json_response
+from toolproxy.chat_request import parse_chat_request
+from toolproxy.errors import AuthenticationFailed
+from toolproxy.proxy import Proxy
+
+bp = Blueprint("api", __name__)
+
+
+def current_proxy() -> Proxy:
+    proxy: Proxy = current_app.extensions["toolproxy"]
+    return proxy
+
+
+@bp.before_request
+def require_api_key() -> None:
+    keys = current_proxy().settings.api_keys
+    if keys and not is_authorized(request.headers.get("Authorization", ""), keys):
+        raise AuthenticationFailed("Incorrect or missing API key: send `Authorization: Bearer <key>`")
+
+
+def is_authorized(header: str, keys: tuple[str, ...]) -> bool:
+    """Constant-time comparison on bytes (on `str`, hmac refuses non-ASCII, which would become a 500)."""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    presented = token.encode("latin-1", errors="replace")
+    matches = [hmac.compare_digest(presented, key.encode("utf-8")) for key in keys]
+    return any(matches)
+
+
+def client_token() -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token if scheme.lower() == "bearer" and token else None
+
+
+@bp.post("/v1/chat/completions")
+def chat_completions() -> Response:
+    proxy = current_proxy()
+    settings = proxy.settings
+    chat = parse_chat_request(request.get_data(cache=False), settings.max_json_depth)
+    target = settings.for_model(chat.model)
+    # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
+    api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
+    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key)
+    return answer(exchange)
+
+
+@bp.get("/v1/models")
+def models() -> Response:
+    proxy = current_proxy()
+    target = proxy.settings.for_model("")
+    api_key = target.upstream_api_key or (client_token() if not proxy.settings.api_keys else None)
+    return json_response(proxy.upstream_for(target).models(target.upstream or "", api_key))
+
+
+@bp.get("/health")
+def health() -> Response:
+    """Liveness only: never touches the upstream and reveals no configuration."""
+    return json_response({"status": "ok"})

@@ -1,0 +1,69 @@
+"""Building the Flask app: settings, blueprints, and error handlers that always answer with an OpenAI error
+object (Werkzeug's defaults are HTML pages, which break every client's error handling)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from toolproxy import api, pages
+from toolproxy.chat import json_response
+from toolproxy.config import Settings, load_settings
+from toolproxy.errors import InvalidRequest, NotFound, ProxyError
+from toolproxy.proxy import Proxy
+
+logger = logging.getLogger("toolproxy")
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+DEMO_BANNER = ("DEMO MODEL IN USE: no upstream is configured, so toolproxy answers with its built-in scripted "
+               "model. Set TOOLPROXY_UPSTREAM=http://HOST:PORT/v1 to proxy a real server.")
+
+
+def build_app(settings: Settings | None = None) -> Flask:
+    settings = settings or load_settings()
+    app = Flask("toolproxy", template_folder=str(TEMPLATES), static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.extensions["toolproxy"] = Proxy.from_settings(settings)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(pages.bp)
+    _register_error_handlers(app, settings)
+    if settings.is_demo:
+        logger.warning(DEMO_BANNER)
+    return app
+
+
+def _register_error_handlers(app: Flask, settings: Settings) -> None:
+    @app.errorhandler(ProxyError)
+    def proxy_error(error: ProxyError) -> Response:
+        return error_response(error)
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> Response:
+        return error_response(_from_http(error, settings))
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception) -> Response:
+        logger.exception("unexpected failure on %s %s", request.method, request.path)
+        return error_response(ProxyError("the proxy failed unexpectedly; its log has the details"))
+
+
+def error_response(error: ProxyError) -> Response:
+    return json_response(error.body(), status=error.status, headers=error.headers)
+
+
+def _from_http(error: HTTPException, settings: Settings) -> ProxyError:
+    status = error.code or 500
+    if status == 404:
+        return NotFound(f"Unknown request URL: {request.method} {request.path}. Please check the URL.")
+    if status == 405:
+        return InvalidRequest(f"{request.method} is not allowed on {request.path}", status=405,
+                              code="method_not_allowed")
+    if status == 413:
+        return InvalidRequest(f"the request body is larger than the limit of {settings.max_body_bytes} bytes",
+                              status=413, code="request_too_large")
+    if status < 500:
+        return InvalidRequest(error.description or error.name, status=status, code=error.name.lower()
+                              .replace(" ", "_"))
+    return ProxyError(error.description or error.name, status=status)

@@ -1,0 +1,209 @@
+"""`POST /v1/chat/completions`: the four routes, chosen by whether the client sent tools and wants a stream.
+
+1. tools + stream: non-streaming upstream call, calls extracted, answer re-wrapped as SSE (with heartbeats).
+2. tools, no stream: extracted, returned as one chat.completion.
+3. stream, no tools: passthrough, event by event, cleaned per chunk.
+4. neither: forwarded and cleaned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Response
+
+from toolproxy import cleaning, jsonwire, loopguard, sse
+from toolproxy.chat_request import ChatRequest
+from toolproxy.config import ModelSettings, Settings
+from toolproxy.errors import ProxyError
+from toolproxy.response_transform import (
+    ChunkHeader,
+    Outcome,
+    assistant_completion,
+    completion_chunks,
+    role_chunk,
+    transform_completion,
+)
+from toolproxy.streaming import HEARTBEAT, Relay
+from toolproxy.upstream import Upstream, UpstreamRequest
+
+logger = logging.getLogger(__name__)
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request on its way through the proxy; each stage reads what the earlier ones settled."""
+
+    request: ChatRequest
+    target: ModelSettings
+    settings: Settings
+    upstream: Upstream
+    upstream_api_key: str | None
+    started: float = field(default_factory=time.monotonic)
+    route: str = ""
+    outcome: Outcome = field(default_factory=Outcome)
+
+    def upstream_request(self, *, stream: bool) -> UpstreamRequest:
+        body = dict(self.request.body)
+        if self.target.upstream_model:
+            body["model"] = self.target.upstream_model
+        if stream:
+            body["stream"] = True
+        else:
+            body["stream"] = False
+            body.pop("stream_options", None)  # vLLM rejects stream_options on a non-streaming request
+        return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key)
+
+    def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
+        answer, self.outcome = transform_completion(completion, self.request.tools, self.target.dialects,
+                                                    model=self.request.model if self.target.upstream_model else None)
+        return answer
+
+    def log(self, status: object) -> None:
+        logger.info("chat route=%s model=%s status=%s calls=%s dialects=%s issues=%s ms=%d", self.route,
+                    self.request.model, status, ",".join(self.outcome.calls) or "-",
+                    ",".join(sorted(set(self.outcome.dialects))) or "-", "; ".join(self.outcome.issues) or "-",
+                    (time.monotonic() - self.started) * 1000)
+
+
+def answer(exchange: Exchange) -> Response:
+    request, settings = exchange.request, exchange.settings
+    reason = loopguard.check(request.messages, repeats=settings.loop_repeats,
+                             max_tool_messages=settings.loop_max_tool_messages)
+    if reason is not None:
+        return _loop_guard(exchange, reason)
+    if request.tools and request.stream:
+        return _rewrap_stream(exchange)
+    if request.tools:
+        exchange.route = "tools"
+        answer = exchange.transform(exchange.upstream.complete(exchange.upstream_request(stream=False)))
+        exchange.log(200)
+        return json_response(answer)
+    if request.stream:
+        return _passthrough_stream(exchange)
+    exchange.route = "plain"
+    completion = cleaning.clean_completion(exchange.upstream.complete(exchange.upstream_request(stream=False)))
+    if exchange.target.upstream_model:
+        completion["model"] = request.model
+    exchange.log(200)
+    return json_response(completion)
+
+
+def _loop_guard(exchange: Exchange, reason: str) -> Response:
+    exchange.route = "loop_guard"
+    exchange.outcome.issues.append(reason)
+    logger.warning("loop guard fired for model %s: %s", exchange.request.model, reason)
+    completion = assistant_completion(reason, exchange.request.model)
+    exchange.log(200)
+    if not exchange.request.stream:
+        return json_response(completion)
+    chunks = completion_chunks(completion, ChunkHeader.new(exchange.request.model),
+                               include_usage=exchange.request.include_usage, role_sent=False)
+    return sse_response(iter([*map(sse.encode_event, chunks), sse.DONE]))
+
+
+def _rewrap_stream(exchange: Exchange) -> Response:
+    """Route 1. An upstream error that comes back within `commit_after` gets a real HTTP status; after that
+    the stream is committed (headers and role chunk) and heartbeats keep it alive until the answer is in."""
+    exchange.route = "tools_stream"
+    settings, request = exchange.settings, exchange.request
+    upstream_request = exchange.upstream_request(stream=False)
+    relay: Relay[dict[str, Any]] = Relay(lambda: iter([exchange.upstream.complete(upstream_request)]),
+                                         deadline_seconds=settings.request_timeout)
+    header = ChunkHeader.new(request.model)
+    try:
+        first = relay.next(settings.commit_after)
+        if first is not HEARTBEAT:
+            assert isinstance(first, dict)
+            chunks = _answer_chunks(exchange, first, header, role_sent=False)
+            exchange.log(200)
+            return sse_response(iter(chunks))
+    except BaseException:
+        relay.close()
+        raise
+    return sse_response(_committed(exchange, relay, header))
+
+
+def _committed(exchange: Exchange, relay: Relay[dict[str, Any]], header: ChunkHeader) -> Iterator[bytes]:
+    def produce() -> Iterator[bytes]:
+        for index in range(exchange.request.choices):
+            yield sse.encode_event(role_chunk(header, index))
+        while (item := relay.next(exchange.settings.heartbeat_interval)) is HEARTBEAT:
+            yield sse.encode_comment("keep-alive")
+        assert isinstance(item, dict)
+        yield from _answer_chunks(exchange, item, header, role_sent=True)
+
+    return _guarded(exchange, produce, relay.close)
+
+
+def _answer_chunks(exchange: Exchange, completion: dict[str, Any], header: ChunkHeader,
+                   role_sent: bool) -> list[bytes]:
+    answer = exchange.transform(completion)
+    chunks = completion_chunks(answer, header, include_usage=exchange.request.include_usage, role_sent=role_sent)
+    return [*map(sse.encode_event, chunks), sse.DONE]
+
+
+def _passthrough_stream(exchange: Exchange) -> Response:
+    """Route 3: events go on as they arrive; only backend-only fields are removed."""
+    exchange.route = "stream"
+    stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
+    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
+    rename = exchange.request.model if exchange.target.upstream_model else None
+
+    def produce() -> Iterator[bytes]:
+        while True:
+            item = relay.next(exchange.settings.heartbeat_interval)
+            if item is HEARTBEAT:
+                yield sse.encode_comment("keep-alive")
+            elif isinstance(item, dict):
+                chunk = cleaning.clean_chunk(item)
+                if rename:
+                    chunk["model"] = rename
+                yield sse.encode_event(chunk)
+            else:
+                yield sse.DONE
+                return
+
+    def close() -> None:
+        relay.close()
+        stream.close()
+
+    return sse_response(_guarded(exchange, produce, close))
+
+
+def _guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
+             close: Callable[[], None]) -> Iterator[bytes]:
+    """The outer edge of every committed stream: an error becomes an SSE error event and `[DONE]`, never a
+    silent end; a client that goes away (GeneratorExit) closes the upstream."""
+    status: object = 200
+    try:
+        yield from produce()
+    except ProxyError as error:
+        status = error.status
+        logger.warning("stream ended with an error: %s", error.message)
+        yield sse.encode_event(error.body())
+        yield sse.DONE
+    except GeneratorExit:
+        status = "client_disconnected"
+        raise
+    except Exception:
+        status = 500
+        logger.exception("unexpected failure while streaming")
+        yield sse.encode_event(ProxyError("the proxy failed while streaming; see its log").body())
+        yield sse.DONE
+    finally:
+        close()
+        exchange.log(status)
+
+
+def sse_response(body: Iterator[bytes]) -> Response:
+    return Response(body, status=200, mimetype="text/event-stream", headers=SSE_HEADERS)
+
+
+def json_response(payload: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(jsonwire.dumps(payload), status=status, mimetype="application/json", headers=headers)

@@ -1,0 +1,118 @@
+"""A client's chat-completion request, checked: what is wrong is named with OpenAI's `param` style
+(`messages.[2].role`), so the client sees a 400 it can act on instead of a confusing upstream failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from toolproxy import jsonwire
+from toolproxy.dialects.base import ToolIndex
+from toolproxy.errors import InvalidRequest
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+MAX_CHOICES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    body: dict[str, Any]
+    model: str
+    stream: bool
+    include_usage: bool
+    tools: ToolIndex
+    choices: int
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.body["messages"]
+        return messages
+
+
+def parse_chat_request(data: bytes, max_depth: int) -> ChatRequest:
+    if not data.strip():
+        raise InvalidRequest("the request body is empty; send a JSON object", code="invalid_json")
+    try:
+        body = jsonwire.loads(data, max_depth)
+    except jsonwire.JsonWireError as error:
+        raise InvalidRequest(f"could not parse the request: {error}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("the request body must be a JSON object", code="invalid_json")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("you must provide a model parameter (a non-empty string)", param="model",
+                             code="missing_required_parameter" if model is None else "invalid_type")
+    _check_messages(body.get("messages"))
+    _check_options(body)
+    stream_options = body.get("stream_options") or {}
+    return ChatRequest(
+        body=body,
+        model=model,
+        stream=bool(body.get("stream")),
+        include_usage=bool(stream_options.get("include_usage")),
+        tools=_tool_index(body.get("tools")),
+        choices=body.get("n") or 1,
+    )
+
+
+def _check_messages(messages: Any) -> None:
+    if messages is None:
+        raise InvalidRequest("you must provide messages", param="messages", code="missing_required_parameter")
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest("messages must be a non-empty array", param="messages", code="invalid_type")
+    for index, message in enumerate(messages):
+        where = f"messages.[{index}]"
+        if not isinstance(message, dict):
+            raise InvalidRequest(f"{where} must be an object", param=where, code="invalid_type")
+        if message.get("role") not in ROLES:
+            raise InvalidRequest(f"{where}.role must be one of {', '.join(ROLES)}; got {message.get('role')!r}",
+                                 param=f"{where}.role", code="invalid_value")
+        if not isinstance(message.get("content"), (str, list, type(None))):
+            raise InvalidRequest(f"{where}.content must be a string, an array of parts, or null",
+                                 param=f"{where}.content", code="invalid_type")
+        calls = message.get("tool_calls")
+        if calls is not None and not (isinstance(calls, list) and all(isinstance(call, dict) for call in calls)):
+            raise InvalidRequest(f"{where}.tool_calls must be an array of objects", param=f"{where}.tool_calls",
+                                 code="invalid_type")
+
+
+def _check_options(body: dict[str, Any]) -> None:
+    if not isinstance(body.get("stream", False), (bool, type(None))):
+        raise InvalidRequest("stream must be true or false", param="stream", code="invalid_type")
+    if not isinstance(body.get("stream_options") or {}, dict):
+        raise InvalidRequest("stream_options must be an object", param="stream_options", code="invalid_type")
+    choices = body.get("n")
+    if choices is not None and (not _is_int(choices) or not 1 <= choices <= MAX_CHOICES):
+        raise InvalidRequest(f"n must be a whole number from 1 to {MAX_CHOICES}", param="n", code="invalid_value")
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = body.get(key)
+        if value is not None and (not _is_int(value) or value < 1):
+            raise InvalidRequest(f"{key} must be a whole number of at least 1", param=key, code="invalid_value")
+
+
+def _tool_index(tools: Any) -> dict[str, dict[str, Any]]:
+    if tools is None:
+        return {}
+    if not isinstance(tools, list):
+        raise InvalidRequest("tools must be an array", param="tools", code="invalid_type")
+    index: dict[str, dict[str, Any]] = {}
+    for position, tool in enumerate(tools):
+        where = f"tools.[{position}]"
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or tool.get("type", "function") != "function":
+            raise InvalidRequest(f"{where} must be {{\"type\": \"function\", \"function\": {{...}}}}", param=where,
+                                 code="invalid_type")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(f"{where}.function.name must be a non-empty string",
+                                 param=f"{where}.function.name", code="invalid_value")
+        parameters = function.get("parameters", {})
+        if not isinstance(parameters, dict):
+            raise InvalidRequest(f"{where}.function.parameters must be a JSON Schema object",
+                                 param=f"{where}.function.parameters", code="invalid_type")
+        index[name] = parameters
+    return index
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,319 @@
+"""Settings: built once at start-up from `TOOLPROXY_*` variables and an optional YAML file, validated with a
+clear message for each mistake. Nothing reads `os.environ` after this.
+
+This module imports only the standard library and PyYAML: gunicorn's master process loads it before the
+workers monkey-patch, and must not import `ssl` or `requests` early.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from toolproxy.dialects.registry import DIALECT_NAMES
+
+TOOL_MODES = ("native", "prompt")
+DEFAULT_BIND = "127.0.0.1:8003"
+MiB = 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """Every problem found in the configuration, one per line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(f"- {problem}" for problem in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRule:
+    """One entry of the YAML `models:` list; unset fields fall back to the global settings."""
+
+    match: str
+    upstream: str | None = None
+    upstream_api_key: str | None = field(default=None, repr=False)
+    upstream_model: str | None = None
+    tool_mode: str | None = None
+    dialects: tuple[str, ...] | None = None
+
+    def matches(self, model: str) -> bool:
+        return fnmatch.fnmatchcase(model, self.match)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """What applies to one request's model: the globals with the first matching rule laid over them."""
+
+    upstream: str | None
+    upstream_api_key: str | None = field(repr=False)
+    upstream_model: str | None
+    tool_mode: str
+    dialects: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    upstream: str | None = None
+    upstream_api_key: str | None = field(default=None, repr=False)
+    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    allow_open: bool = False
+    bind: str = DEFAULT_BIND
+    workers: int = 1
+    tool_mode: str = "native"
+    dialects: tuple[str, ...] = ()
+    models: tuple[ModelRule, ...] = ()
+    max_body_bytes: int = 16 * MiB
+    max_upstream_bytes: int = 32 * MiB
+    connect_timeout: float = 5.0
+    read_timeout: float = 600.0
+    request_timeout: float = 1800.0
+    commit_after: float = 1.0
+    heartbeat_interval: float = 5.0
+    loop_repeats: int = 4
+    loop_max_tool_messages: int = 500
+    max_json_depth: int = 64
+
+    @property
+    def is_demo(self) -> bool:
+        """No upstream anywhere: the built-in demo model answers."""
+        return self.upstream is None and all(rule.upstream is None for rule in self.models)
+
+    def for_model(self, model: str) -> ModelSettings:
+        rule = next((rule for rule in self.models if rule.matches(model)), None)
+        base = ModelSettings(self.upstream, self.upstream_api_key, None, self.tool_mode, self.dialects)
+        if rule is None:
+            return base
+        return replace(
+            base,
+            upstream=rule.upstream or base.upstream,
+            upstream_api_key=rule.upstream_api_key or base.upstream_api_key,
+            upstream_model=rule.upstream_model,
+            tool_mode=rule.tool_mode or base.tool_mode,
+            dialects=rule.dialects if rule.dialects is not None else base.dialects,
+        )
+
+
+# Each setting: environment variable, YAML key, kind. The kind names a parser below.
+_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("TOOLPROXY_UPSTREAM", "upstream", "url"),
+    ("TOOLPROXY_UPSTREAM_API_KEY", "upstream_api_key", "text"),
+    ("TOOLPROXY_API_KEYS", "api_keys", "keys"),
+    ("TOOLPROXY_ALLOW_OPEN", "allow_open", "flag"),
+    ("TOOLPROXY_BIND", "bind", "bind"),
+    ("TOOLPROXY_WORKERS", "workers", "count"),
+    ("TOOLPROXY_TOOL_MODE", "tool_mode", "tool_mode"),
+    ("TOOLPROXY_DIALECTS", "dialects", "dialects"),
+    ("TOOLPROXY_MAX_BODY_BYTES", "max_body_bytes", "count"),
+    ("TOOLPROXY_MAX_UPSTREAM_BYTES", "max_upstream_bytes", "count"),
+    ("TOOLPROXY_CONNECT_TIMEOUT", "connect_timeout", "seconds"),
+    ("TOOLPROXY_READ_TIMEOUT", "read_timeout", "seconds"),
+    ("TOOLPROXY_REQUEST_TIMEOUT", "request_timeout", "seconds"),
+    ("TOOLPROXY_COMMIT_AFTER", "commit_after", "seconds"),
+    ("TOOLPROXY_HEARTBEAT_INTERVAL", "heartbeat_interval", "seconds"),
+    ("TOOLPROXY_LOOP_REPEATS", "loop_repeats", "count"),
+    ("TOOLPROXY_LOOP_MAX_TOOL_MESSAGES", "loop_max_tool_messages", "count"),
+    ("TOOLPROXY_MAX_JSON_DEPTH", "max_json_depth", "count"),
+)
+_RULE_KEYS = ("match", "upstream", "upstream_api_key", "upstream_model", "tool_mode", "dialect", "dialects")
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the YAML file named by TOOLPROXY_CONFIG (if any), overridden by TOOLPROXY_* variables."""
+    environ = os.environ if environ is None else environ
+    problems: list[str] = []
+    raw: dict[str, Any] = {}
+    path = environ.get("TOOLPROXY_CONFIG")
+    if path:
+        raw = _read_yaml(path, problems)
+    for variable, key, _kind in _FIELDS:
+        if environ.get(variable, "") != "":
+            raw[key] = environ[variable]
+    settings = _build(raw, problems, source=path)
+    if problems:
+        raise ConfigError(problems)
+    return settings
+
+
+def _read_yaml(path: str, problems: list[str]) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            loaded = yaml.safe_load(file)
+    except OSError as error:
+        problems.append(f"TOOLPROXY_CONFIG: cannot read {path!r}: {error.strerror}")
+        return {}
+    except yaml.YAMLError as error:
+        problems.append(f"TOOLPROXY_CONFIG: {path!r} is not valid YAML: {error}")
+        return {}
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        problems.append(f"TOOLPROXY_CONFIG: {path!r} must hold a mapping of settings, not {type(loaded).__name__}")
+        return {}
+    known = {key for _, key, _ in _FIELDS} | {"models"}
+    for key in loaded:
+        if key not in known:
+            problems.append(f"{path}: unknown setting {key!r}; known settings: {', '.join(sorted(known))}")
+    return {key: value for key, value in loaded.items() if key in known}
+
+
+def _build(raw: dict[str, Any], problems: list[str], source: str | None) -> Settings:
+    values: dict[str, Any] = {}
+    for variable, key, kind in _FIELDS:
+        if key in raw and raw[key] is not None:
+            label = f"{variable} ({source}: {key})" if source else variable
+            parsed = _parse(kind, raw[key], label, problems)
+            if parsed is not None:
+                values[key] = parsed
+    values["models"] = _parse_rules(raw.get("models"), source or "models", problems)
+    return Settings(**values)
+
+
+def _parse(kind: str, value: Any, label: str, problems: list[str]) -> Any:
+    parser = _PARSERS[kind]
+    try:
+        return parser(value)
+    except (TypeError, ValueError) as error:
+        problems.append(f"{label}: {error}")
+        return None
+
+
+def _parse_url(value: Any) -> str:
+    text = str(value).strip().rstrip("/")
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not an http(s) URL; expected something like http://127.0.0.1:8000/v1")
+    return text
+
+
+def _parse_keys(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    keys = tuple(str(item).strip() for item in items if str(item).strip())
+    if not keys:
+        raise ValueError("no key given; leave it unset for an open proxy")
+    return keys
+
+
+def _parse_flag(value: Any) -> bool:
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{value!r} is not a yes/no value; use 1 or 0")
+
+
+def _parse_bind(value: Any) -> str:
+    text = str(value).strip()
+    if text.startswith("unix:"):
+        return text
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8003)")
+    return text
+
+
+def _parse_count(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a whole number")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise ValueError(f"{number} must be at least 1")
+    return number
+
+
+def _parse_seconds(value: Any) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not number > 0:
+        raise ValueError(f"{number} must be more than 0 seconds")
+    return number
+
+
+def _parse_tool_mode(value: Any) -> str:
+    text = str(value).strip()
+    if text not in TOOL_MODES:
+        raise ValueError(f"{text!r} is not a tool mode; choose one of {', '.join(TOOL_MODES)}")
+    return text
+
+
+def _parse_dialects(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    names = tuple(str(item).strip() for item in items if str(item).strip())
+    unknown = [name for name in names if name not in DIALECT_NAMES]
+    if unknown:
+        raise ValueError(f"unknown dialect {', '.join(map(repr, unknown))}; known: {', '.join(DIALECT_NAMES)}")
+    return names
+
+
+_PARSERS = {
+    "url": _parse_url,
+    "text": lambda value: str(value),
+    "keys": _parse_keys,
+    "flag": _parse_flag,
+    "bind": _parse_bind,
+    "count": _parse_count,
+    "seconds": _parse_seconds,
+    "tool_mode": _parse_tool_mode,
+    "dialects": _parse_dialects,
+}
+
+
+def _parse_rules(value: Any, source: str, problems: list[str]) -> tuple[ModelRule, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        problems.append(f"{source}: models must be a list of entries, each with a `match:` glob")
+        return ()
+    rules = (_parse_rule(entry, f"{source}: models[{index}]", problems) for index, entry in enumerate(value))
+    return tuple(rule for rule in rules if rule is not None)
+
+
+def _parse_rule(entry: Any, label: str, problems: list[str]) -> ModelRule | None:
+    if not isinstance(entry, dict) or not isinstance(entry.get("match"), str) or not entry["match"]:
+        problems.append(f"{label}: each entry needs `match:` with a glob on the model name, e.g. \"qwen2.5*\"")
+        return None
+    unknown = sorted(set(entry) - set(_RULE_KEYS))
+    if unknown:
+        problems.append(f"{label}: unknown key {', '.join(map(repr, unknown))}; known: {', '.join(_RULE_KEYS)}")
+    fields: dict[str, Any] = {"match": entry["match"]}
+    for key, kind in (("upstream", "url"), ("tool_mode", "tool_mode"), ("upstream_model", "text"),
+                      ("upstream_api_key", "text"), ("dialects", "dialects"), ("dialect", "dialects")):
+        if entry.get(key) is not None:
+            parsed = _parse(kind, entry[key], f"{label}.{key}", problems)
+            fields["dialects" if key == "dialect" else key] = parsed
+    return ModelRule(**fields)
+
+
+def exposure_problem(hosts: list[str], settings: Settings) -> str | None:
+    """Why binding these hosts would expose an open proxy, or None when it is safe or explicitly allowed."""
+    if settings.api_keys or settings.allow_open:
+        return None
+    exposed = [host for host in hosts if not _is_loopback(host)]
+    if not exposed:
+        return None
+    return (
+        f"refusing to listen on {', '.join(exposed)} without API keys: anyone on the network could use the "
+        "upstream. Set TOOLPROXY_API_KEYS, bind 127.0.0.1, or set TOOLPROXY_ALLOW_OPEN=1 to accept the risk."
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,189 @@
+"""The dialect interface and the pieces every dialect shares.
+
+A dialect owns syntax only: it turns model text into ordered segments, `Text` and `Call`, whose sources joined
+give back the text exactly. Meaning (is the tool declared, what type is an argument) belongs to `schema.py` and
+`extraction.py`. No I/O here, no Flask, no requests: this package must stay fast to test and safe to fuzz.
+
+Every dialect is a streaming scanner (`feed` pieces, then `finish`); a one-shot parse is the scanner fed the
+whole text, so streaming and non-streaming cannot disagree. Scanners are linear: they only search the held-back
+tail plus the new text, and they find JSON ends with a bracket tracker instead of re-decoding on every piece.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias
+
+# name -> the tool's `parameters` JSON Schema, for the tools of one request.
+ToolIndex: TypeAlias = Mapping[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call as the model wrote it. `arguments` is raw: a dict, a JSON string, or None for no arguments."""
+
+    name: str
+    arguments: Any
+    source: str
+    dialect: str
+
+
+Segment: TypeAlias = Text | Call
+
+
+class Scanner(Protocol):
+    def feed(self, text: str) -> list[Segment]:
+        """Segments that are final given the text so far; text that may start a call is held back."""
+        ...
+
+    def finish(self) -> list[Segment]:
+        """Everything still held back: an unfinished call goes out as text."""
+        ...
+
+
+class Dialect(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def scanner(self, tools: ToolIndex) -> Scanner: ...
+
+
+def parse(dialect: Dialect, text: str, tools: ToolIndex) -> list[Segment]:
+    """One-shot parse: the streaming scanner fed the whole text."""
+    scanner = dialect.scanner(tools)
+    return merge_text(scanner.feed(text) + scanner.finish())
+
+
+def merge_text(segments: Iterable[Segment]) -> list[Segment]:
+    """Adjacent text segments joined into one, empty ones dropped, so results compare simply."""
+    merged: list[Segment] = []
+    for segment in segments:
+        if isinstance(segment, Text):
+            if not segment.text:
+                continue
+            if merged and isinstance(merged[-1], Text):
+                merged[-1] = Text(merged[-1].text + segment.text)
+                continue
+        merged.append(segment)
+    return merged
+
+
+def source_of(segments: Iterable[Segment]) -> str:
+    """The model text the segments came from: the no-text-lost property is `source_of(parse(t)) == t`."""
+    return "".join(segment.text if isinstance(segment, Text) else segment.source for segment in segments)
+
+
+def partial_suffix(text: str, marker: str) -> int:
+    """Length of the longest end of `text` that is a proper beginning of `marker` (what must be held back)."""
+    for length in range(min(len(text), len(marker) - 1), 0, -1):
+        if marker.startswith(text[-length:]):
+            return length
+    return 0
+
+
+_IN_CODE = re.compile(r'["{}\[\]]')
+_IN_STRING = re.compile(r'["\\]')
+_OPENERS = re.compile(r"[\[{]+")
+_CLOSERS = re.compile(r"[\]}]+")
+
+
+class JsonSpan:
+    """Finds where a JSON object or array ends, fed piece by piece from its opening bracket.
+
+    Brackets inside strings do not count, so `"</tool_call>"` or `"}"` in an argument never ends a block.
+    Runs of brackets are taken in one step, which keeps adversarial input like a megabyte of `[` linear and fast.
+    Bracket kinds are not matched here: `json.loads` judges the finished span.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+
+    def feed(self, text: str, position: int = 0) -> int | None:
+        """Index just past the value's end within `text`, or None while it is still open."""
+        while position < len(text):
+            if self.escaped:
+                self.escaped = False
+                position += 1
+            elif self.in_string:
+                position = self._skip_string(text, position)
+            else:
+                end = self._step_code(text, position)
+                if end is not None and self.depth == 0:
+                    return end
+                if end is None:
+                    return None
+                position = end
+        return None
+
+    def _skip_string(self, text: str, position: int) -> int:
+        match = _IN_STRING.search(text, position)
+        if match is None:
+            return len(text)
+        if match.group() == "\\":
+            self.escaped = True
+        else:
+            self.in_string = False
+        return match.end()
+
+    def _step_code(self, text: str, position: int) -> int | None:
+        match = _IN_CODE.search(text, position)
+        if match is None:
+            return None
+        char = match.group()
+        if char == '"':
+            self.in_string = True
+            return match.end()
+        if char in "[{":
+            run = _OPENERS.match(text, match.start())
+            assert run is not None
+            self.depth += run.end() - run.start()
+            return run.end()
+        run = _CLOSERS.match(text, match.start())
+        assert run is not None
+        count = run.end() - run.start()
+        if count >= self.depth:
+            end = match.start() + self.depth
+            self.depth = 0
+            return end
+        self.depth -= count
+        return run.end()
+
+
+def decode_json(text: str) -> Any:
+    """The JSON value in `text`, or raise ValueError (json's own errors and over-deep nesting alike)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def call_from_json(value: Any) -> tuple[str, Any] | None:
+    """(name, raw arguments) when a decoded JSON value has the shape of one tool call, else None.
+
+    Accepts what models write: `{"name", "arguments"}`, `{"name", "parameters"}` (Llama 3), and the OpenAI
+    shape `{"type": "function", "function": {"name", "arguments"}}`.
+    """
+    if not isinstance(value, dict):
+        return None
+    if isinstance(value.get("function"), dict) and "name" not in value:
+        value = value["function"]
+    name = value.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    allowed = {"name", "arguments", "parameters", "type", "id"}
+    if set(value) - allowed:
+        return None
+    arguments = value.get("arguments", value.get("parameters"))
+    if arguments is not None and not isinstance(arguments, (dict, str)):
+        return None
+    return name, arguments

@@ -1,0 +1,151 @@
+"""JSON tool calls between an opening and a closing marker, e.g. Qwen2.5-Coder's `<tools>{...}</tools>`.
+
+Dialects that differ only in their markers are instances of one class. Between the markers: one or more JSON
+objects (or lists of them), separated by white space, single- or multi-line. The closing marker is looked for
+only between JSON values, so a marker inside a string argument never ends the block.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from toolproxy.dialects.base import (
+    Call,
+    JsonSpan,
+    Segment,
+    Text,
+    ToolIndex,
+    call_from_json,
+    decode_json,
+    partial_suffix,
+)
+
+_NON_SPACE = re.compile(r"\S")
+
+
+@dataclass(frozen=True, slots=True)
+class MarkedJsonDialect:
+    name: str
+    opener: str
+    closer: str
+
+    def scanner(self, tools: ToolIndex) -> MarkedJsonScanner:
+        return MarkedJsonScanner(self)
+
+
+class MarkedJsonScanner:
+    def __init__(self, dialect: MarkedJsonDialect) -> None:
+        self._dialect = dialect
+        self._pending = ""  # held back: a possible opener, or a possible closer inside a block
+        self._in_block = False
+        self._block: list[str] = []  # source pieces of the current block, markers and white space included
+        self._values: list[list[str]] = []  # the JSON text of each value in the block, in pieces
+        self._value_ends: list[int] = []  # for each finished value, len(self._block) when it ended
+        self._span: JsonSpan | None = None
+
+    def feed(self, text: str) -> list[Segment]:
+        out: list[Segment] = []
+        text = self._pending + text
+        self._pending = ""
+        position = 0
+        # Positions, not slices: slicing the rest of a long reply at every block would be quadratic.
+        while position < len(text):
+            step = self._step_block if self._in_block else self._step_text
+            position = step(text, position, out)
+        return out
+
+    def finish(self) -> list[Segment]:
+        """An unfinished block is text: a call cut off by max_tokens must not become a half call."""
+        out: list[Segment] = [Text("".join(self._block) + self._pending)]
+        self._reset_block()
+        self._pending = ""
+        return out
+
+    def _step_text(self, text: str, position: int, out: list[Segment]) -> int:
+        opener = self._dialect.opener
+        index = text.find(opener, position)
+        if index < 0:
+            hold = partial_suffix(text[-len(opener) :], opener)
+            out.append(Text(text[position : len(text) - hold]))
+            self._pending = text[len(text) - hold :]
+            return len(text)
+        out.append(Text(text[position:index]))
+        self._in_block = True
+        self._block = [opener]
+        return index + len(opener)
+
+    def _step_block(self, text: str, position: int, out: list[Segment]) -> int:
+        if self._span is not None:
+            return self._continue_value(text, position)
+        found = _NON_SPACE.search(text, position)
+        start = found.start() if found else len(text)
+        self._block.append(text[position:start])
+        if found is None:
+            return len(text)
+        if text[start] in "{[":
+            self._span = JsonSpan()
+            self._values.append([])
+            return self._continue_value(text, start)
+        closer = self._dialect.closer
+        if text.startswith(closer, start):
+            self._block.append(closer)
+            out.extend(self._close_block())
+            return start + len(closer)
+        if closer.startswith(text[start : start + len(closer)]):  # the closer may be arriving in pieces
+            self._pending = text[start:]
+            return len(text)
+        # Not a block of this dialect after all: what was taken goes out as text, scanning resumes here.
+        out.append(Text("".join(self._block)))
+        self._reset_block()
+        return start
+
+    def _continue_value(self, text: str, position: int) -> int:
+        assert self._span is not None
+        end = self._span.feed(text, position)
+        stop = len(text) if end is None else end
+        self._values[-1].append(text[position:stop])
+        self._block.append(text[position:stop])
+        if end is None:
+            return stop
+        self._span = None
+        self._value_ends.append(len(self._block))
+        return stop
+
+    def _close_block(self) -> list[Segment]:
+        block, ends = self._block, self._value_ends
+        calls_per_value = [_calls_in("".join(value), self._dialect.name) for value in self._values]
+        self._reset_block()
+        if not calls_per_value or any(calls is None for calls in calls_per_value):
+            return [Text("".join(block))]
+        # Sources join back to the block: each value's span runs from the end of the previous one, the first
+        # carries the opener and the last the closer; further calls of one JSON list get an empty source.
+        starts = [0, *ends[:-1]]
+        stops = [*ends[:-1], len(block)]
+        out: list[Segment] = []
+        for calls, start, stop in zip(calls_per_value, starts, stops, strict=True):
+            assert calls is not None
+            source = "".join(block[start:stop])
+            out.extend(Call(call.name, call.arguments, source if i == 0 else "", call.dialect)
+                       for i, call in enumerate(calls))
+        return out
+
+    def _reset_block(self) -> None:
+        self._in_block = False
+        self._block = []
+        self._values = []
+        self._value_ends = []
+        self._span = None
+
+
+def _calls_in(value: str, dialect: str) -> list[Call] | None:
+    """The calls one JSON value holds (an object, or a list of objects), or None when it is not calls."""
+    try:
+        decoded = decode_json(value)
+    except ValueError:
+        return None
+    items = decoded if isinstance(decoded, list) else [decoded]
+    shapes = [call_from_json(item) for item in items]
+    if not shapes or any(shape is None for shape in shapes):
+        return None
+    return [Call(shape[0], shape[1], "", dialect) for shape in shapes if shape is not None]

@@ -1,0 +1,152 @@
+"""Tag-per-tool XML as RooCode and OpenCode prompts teach it (seed 004): `<read><filePath>a.js</filePath></read>`.
+
+Only a tag that names one of the request's tools opens a call, so ordinary HTML or XML in an answer stays
+text. Parameter values are text; the tool's schema says when a value holds `<item>` elements (an array) or
+nested tags (an object). Numbers and booleans are typed later, by `schema.py`, for every dialect alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, partial_suffix
+
+_TAG = re.compile(r"<([A-Za-z_][\w.\-]{0,63})>")
+_PARTIAL_TAG = re.compile(r"<[A-Za-z_][\w.\-]{0,63}\Z|<\Z")
+_NON_SPACE = re.compile(r"\S")
+
+
+class TagXmlDialect:
+    name = "roo_xml"
+
+    def scanner(self, tools: ToolIndex) -> TagXmlScanner:
+        return TagXmlScanner(tools)
+
+
+class TagXmlScanner:
+    def __init__(self, tools: ToolIndex) -> None:
+        self._tools = tools
+        self._pending = ""
+        self._tool: str | None = None  # the tool whose block is open
+        self._body: list[str] = []
+
+    def feed(self, text: str) -> list[Segment]:
+        out: list[Segment] = []
+        text = self._pending + text
+        self._pending = ""
+        position = 0
+        while position < len(text):
+            step = self._step_block if self._tool is not None else self._step_text
+            position = step(text, position, out)
+        return out
+
+    def finish(self) -> list[Segment]:
+        opener = f"<{self._tool}>" if self._tool is not None else ""
+        out: list[Segment] = [Text(opener + "".join(self._body) + self._pending)]
+        self._tool, self._body, self._pending = None, [], ""
+        return out
+
+    def _step_text(self, text: str, position: int, out: list[Segment]) -> int:
+        search = position
+        while (index := text.find("<", search)) >= 0:
+            tag = _TAG.match(text, index)
+            if tag is not None and tag.group(1) in self._tools:
+                out.append(Text(text[position:index]))
+                self._tool, self._body = tag.group(1), []
+                return tag.end()
+            if tag is None and _PARTIAL_TAG.match(text, index) and self._may_open(text[index + 1 :]):
+                out.append(Text(text[position:index]))
+                self._pending = text[index:]
+                return len(text)
+            search = index + 1
+        out.append(Text(text[position:]))
+        return len(text)
+
+    def _may_open(self, partial_name: str) -> bool:
+        return any(name.startswith(partial_name) for name in self._tools)
+
+    def _step_block(self, text: str, position: int, out: list[Segment]) -> int:
+        assert self._tool is not None
+        closer = f"</{self._tool}>"
+        index = text.find(closer, position)
+        if index < 0:
+            hold = partial_suffix(text[-len(closer) :], closer)
+            self._body.append(text[position : len(text) - hold])
+            self._pending = text[len(text) - hold :]
+            return len(text)
+        self._body.append(text[position:index])
+        out.append(self._close(self._tool, "".join(self._body)))
+        self._tool, self._body = None, []
+        return index + len(closer)
+
+    def _close(self, tool: str, body: str) -> Segment:
+        source = f"<{tool}>{body}</{tool}>"
+        arguments = parse_elements(body, self._tools[tool])
+        if arguments is None:
+            return Text(source)
+        return Call(tool, arguments, source, TagXmlDialect.name)
+
+
+def parse_elements(body: str, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`<a>1</a><b>x</b>` as {"a": "1", "b": "x"}; None when anything but elements and white space is there."""
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    assert isinstance(properties, dict)
+    values: dict[str, Any] = {}
+    position = 0
+    while (found := _NON_SPACE.search(body, position)) is not None:
+        tag = _TAG.match(body, found.start())
+        if tag is None:
+            return None
+        name = tag.group(1)
+        end = body.find(f"</{name}>", tag.end())
+        if end < 0:
+            return None
+        values[name] = _value(body[tag.end() : end], properties.get(name, {}))
+        position = end + len(name) + 3
+    return values
+
+
+def _value(raw: str, schema: Any) -> Any:
+    types = _types(schema)
+    inner = raw.strip()
+    if "array" in types and inner.startswith("<item>"):
+        items = _items(inner, schema.get("items", {}))
+        if items is not None:
+            return items
+    if "object" in types and inner.startswith("<"):
+        nested = parse_elements(inner, schema)
+        if nested is not None:
+            return nested
+    return _trim_newlines(raw)
+
+
+def _items(body: str, schema: Any) -> list[Any] | None:
+    items: list[Any] = []
+    position = 0
+    while (found := _NON_SPACE.search(body, position)) is not None:
+        if not body.startswith("<item>", found.start()):
+            return None
+        end = body.find("</item>", found.start())
+        if end < 0:
+            return None
+        items.append(_value(body[found.start() + 6 : end], schema))
+        position = end + 7
+    return items
+
+
+def _types(schema: Any) -> set[str]:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):
+        return {str(item) for item in kind}
+    return {kind} if isinstance(kind, str) else set()
+
+
+def _trim_newlines(raw: str) -> str:
+    """One line break after the opening tag and one before the closing tag are layout, not value."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    return raw

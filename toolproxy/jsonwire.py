@@ -1,0 +1,50 @@
+"""JSON as it crosses the wire: decoding client and upstream bodies with a depth limit, encoding compactly."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class JsonWireError(ValueError):
+    """A body that is not acceptable JSON; the message says why in words a client can act on."""
+
+
+def loads(data: bytes, max_depth: int) -> Any:
+    """Decode a body. Nesting deeper than `max_depth` is refused whatever Python's own recursion limit is,
+    so the answer to a JSON bomb does not change between Python releases."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise JsonWireError(f"JSON nested deeper than {max_depth} levels") from None
+    except UnicodeDecodeError:
+        raise JsonWireError("body is not UTF-8 text") from None
+    except ValueError as error:
+        raise JsonWireError(f"body is not valid JSON: {error}") from None
+    if depth_exceeds(value, max_depth):
+        raise JsonWireError(f"JSON nested deeper than {max_depth} levels")
+    return value
+
+
+def depth_exceeds(value: Any, max_depth: int) -> bool:
+    """True when containers nest deeper than `max_depth`; iterative, linear in the number of containers."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON. A lone surrogate (legal in a JSON escape, illegal in UTF-8) falls back to ASCII
+    escapes instead of raising, so a strange model output can never turn into a 500."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")

@@ -1,0 +1,183 @@
+"""From the upstream's answer to what the client receives: tool calls out of the text, OpenAI message shape,
+ids, finish_reason, and the same answer re-wrapped as chat-completion chunks for a streaming client."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import string
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolproxy.cleaning import clean_completion
+from toolproxy.dialects.base import Call, ToolIndex
+from toolproxy.errors import UpstreamBadResponse
+from toolproxy.extraction import extract
+
+_ID_ALPHABET = string.ascii_letters + string.digits
+_CALL_ID = re.compile(r"call_[A-Za-z0-9]{24}")
+
+
+def new_call_id() -> str:
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+def new_completion_id() -> str:
+    return "chatcmpl-" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the transform did to one answer, for the log line (and later the dashboard)."""
+
+    calls: list[str] = field(default_factory=list)
+    dialects: list[str] = field(default_factory=list)
+    issues: list[str] = field(default_factory=list)
+
+
+def transform_completion(completion: dict[str, Any], tools: ToolIndex, dialects: Sequence[str],
+                         model: str | None = None) -> tuple[dict[str, Any], Outcome]:
+    """Clean the answer and turn the tool calls written in its text into `tool_calls`."""
+    check_completion(completion)
+    answer = clean_completion(completion)
+    if model is not None:
+        answer["model"] = model
+    outcome = Outcome()
+    answer["choices"] = [_transform_choice(choice, tools, dialects, outcome) for choice in answer["choices"]]
+    return answer, outcome
+
+
+def check_completion(completion: dict[str, Any]) -> None:
+    choices = completion.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise UpstreamBadResponse("the upstream's answer has no choices")
+    for choice in choices:
+        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+            raise UpstreamBadResponse("a choice in the upstream's answer has no message")
+        content = choice["message"].get("content")
+        if not isinstance(content, (str, type(None))):
+            raise UpstreamBadResponse("a message in the upstream's answer has content that is not text")
+
+
+def _transform_choice(choice: dict[str, Any], tools: ToolIndex, dialects: Sequence[str],
+                      outcome: Outcome) -> dict[str, Any]:
+    message = dict(choice["message"])
+    native = _native_calls(message.get("tool_calls"), outcome)
+    content = message.get("content")
+    extraction = extract(content, tools, dialects) if content and tools else None
+    if extraction is not None:
+        outcome.issues.extend(extraction.issues)
+        outcome.dialects.extend(call.dialect for call in extraction.calls)
+    calls = native + [_wire_call(call) for call in (extraction.calls if extraction else [])]
+    _unique_ids(calls)
+    outcome.calls.extend(call["function"]["name"] for call in calls)
+    message["role"] = "assistant"
+    message["content"] = extraction.content() if extraction is not None else content
+    if calls:
+        message["tool_calls"] = calls
+    else:
+        message.pop("tool_calls", None)
+    return {**choice, "message": message, "finish_reason": _finish_reason(choice.get("finish_reason"), calls)}
+
+
+def _finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:
+    """`tool_calls` whenever calls are returned (clients drop calls under `stop`); never with none."""
+    if calls:
+        return "tool_calls"
+    if upstream == "tool_calls" or upstream is None:
+        return "stop"
+    return upstream
+
+
+def _wire_call(call: Call) -> dict[str, Any]:
+    arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+    return {"id": new_call_id(), "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+def _native_calls(calls: Any, outcome: Outcome) -> list[dict[str, Any]]:
+    """Calls the upstream's own parser returned, in the exact shape strict clients expect."""
+    if not isinstance(calls, list):
+        return []
+    normalized = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            outcome.issues.append("native: a tool call without a function name was dropped")
+            continue
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False,
+                                   separators=(",", ":"))
+        normalized.append({"id": call.get("id"), "type": "function",
+                           "function": {"name": function["name"], "arguments": arguments}})
+        outcome.dialects.append("native")
+    return normalized
+
+
+def _unique_ids(calls: list[dict[str, Any]]) -> None:
+    """Ids match `call_` + 24 letters or digits and are unique in the answer; others are replaced."""
+    seen: set[str] = set()
+    for call in calls:
+        if not isinstance(call["id"], str) or not _CALL_ID.fullmatch(call["id"]) or call["id"] in seen:
+            call["id"] = new_call_id()
+        seen.add(call["id"])
+
+
+def assistant_completion(text: str, model: str) -> dict[str, Any]:
+    """A complete answer the proxy writes itself (the loop guard's)."""
+    return {
+        "id": new_completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHeader:
+    """The id, created and model every chunk of one stream shares."""
+
+    id: str
+    created: int
+    model: str
+
+    @classmethod
+    def new(cls, model: str) -> ChunkHeader:
+        return cls(new_completion_id(), int(time.time()), model)
+
+    def chunk(self, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": choices, **extra}
+
+
+def role_chunk(header: ChunkHeader, index: int = 0) -> dict[str, Any]:
+    return header.chunk([_delta(index, {"role": "assistant"})])
+
+
+def completion_chunks(completion: dict[str, Any], header: ChunkHeader, *, include_usage: bool,
+                      role_sent: bool) -> list[dict[str, Any]]:
+    """A finished answer as a stream: role, content, one chunk per tool call, finish, usage."""
+    chunks: list[dict[str, Any]] = []
+    for position, choice in enumerate(completion["choices"]):
+        index = choice.get("index", position)
+        message = choice["message"]
+        if not role_sent:
+            chunks.append(role_chunk(header, index))
+        if message.get("content"):
+            chunks.append(header.chunk([_delta(index, {"content": message["content"]})]))
+        for call_index, call in enumerate(message.get("tool_calls") or []):
+            delta = {"tool_calls": [{"index": call_index, **call}]}
+            chunks.append(header.chunk([_delta(index, delta)]))
+        chunks.append(header.chunk([_delta(index, {}, choice.get("finish_reason") or "stop")]))
+    if include_usage:
+        chunks.append(header.chunk([], usage=completion.get("usage")))
+    return chunks
+
+
+def _delta(index: int, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}

@@ -1,0 +1,71 @@
+"""Waiting on the upstream without going silent: a blocking upstream call runs in its own greenlet while the
+response generator hands its items on, or a heartbeat when there is nothing to say.
+
+Heartbeats matter twice: clients with idle timeouts keep waiting, and writing one is the only way a gevent
+worker learns that the client has gone. When the client goes, gunicorn closes the generator; closing the relay
+kills the greenlet, which closes the upstream connection, so vLLM stops generating for nobody.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar, cast
+
+import gevent
+import gevent.queue
+
+from toolproxy.errors import UpstreamTimeout
+
+T = TypeVar("T")
+
+
+class Heartbeat:
+    """Nothing arrived within the interval."""
+
+
+class Finished:
+    """The producer has no more items."""
+
+
+HEARTBEAT = Heartbeat()
+FINISHED = Finished()
+_END = object()
+
+
+class Relay(Generic[T]):
+    def __init__(self, produce: Callable[[], Iterator[T]], *, deadline_seconds: float) -> None:
+        self._deadline = time.monotonic() + deadline_seconds
+        self._deadline_seconds = deadline_seconds
+        self._queue = gevent.queue.Queue()
+        self._greenlet = gevent.spawn(self._pump, produce)
+
+    def next(self, wait: float) -> T | Heartbeat | Finished:
+        """The next item; HEARTBEAT after `wait` seconds without one; FINISHED at the end; the producer's
+        exception as it was raised; UpstreamTimeout once the whole request has run out of time."""
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            self.close()
+            raise UpstreamTimeout(f"the upstream did not finish within {self._deadline_seconds:g} seconds")
+        try:
+            kind, value = self._queue.get(timeout=min(wait, remaining))
+        except gevent.queue.Empty:
+            return HEARTBEAT
+        if kind is _END:
+            return FINISHED
+        if isinstance(value, BaseException):
+            raise value
+        return cast(T, value)
+
+    def close(self) -> None:
+        if not self._greenlet.dead:
+            self._greenlet.kill(block=True, timeout=2)
+
+    def _pump(self, produce: Callable[[], Iterator[T]]) -> None:
+        try:
+            for item in produce():
+                self._queue.put((None, item))
+        except Exception as error:  # handed to the consumer, who decides how the client hears of it
+            self._queue.put((None, error))
+        else:
+            self._queue.put((_END, None))

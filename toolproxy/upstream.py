@@ -1,0 +1,246 @@
+"""Talking to the OpenAI-compatible upstream over one pooled `requests.Session`.
+
+The only room that touches `requests`: its exceptions are translated here, once, into `Upstream*` errors that
+carry the status and OpenAI error object the client should see.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import NewConnectionError, ReadTimeoutError
+
+from toolproxy import jsonwire, sse
+from toolproxy.errors import (
+    UpstreamBadResponse,
+    UpstreamDisconnected,
+    UpstreamError,
+    UpstreamStatusError,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
+
+logger = logging.getLogger(__name__)
+
+READ_SIZE = 64 * 1024
+USER_AGENT = "toolproxy/0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRequest:
+    base_url: str
+    body: dict[str, Any]
+    api_key: str | None = field(default=None, repr=False)
+
+
+class EventStream(Protocol):
+    """Chat-completion chunks as they arrive; `close()` drops the connection (the server stops generating)."""
+
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class Upstream(Protocol):
+    def complete(self, request: UpstreamRequest) -> dict[str, Any]: ...
+
+    def stream(self, request: UpstreamRequest) -> EventStream: ...
+
+    def models(self, base_url: str, api_key: str | None) -> dict[str, Any]: ...
+
+
+class HttpUpstream:
+    def __init__(self, *, connect_timeout: float, read_timeout: float, max_bytes: int, max_depth: int) -> None:
+        self._timeout = (connect_timeout, read_timeout)
+        self._max_bytes = max_bytes
+        self._max_depth = max_depth
+        self._session = requests.Session()
+        # Retries are the client's business (the OpenAI SDKs retry twice already); the pool is sized for many
+        # concurrent streams on one gevent worker.
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=256, max_retries=0)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def complete(self, request: UpstreamRequest) -> dict[str, Any]:
+        response = self._post(request)
+        try:
+            if "text/event-stream" in response.headers.get("Content-Type", ""):
+                raise UpstreamBadResponse("the upstream answered a non-streaming request with an event stream")
+            return self._decode_object(self._read_body(response))
+        finally:
+            response.close()
+
+    def stream(self, request: UpstreamRequest) -> EventStream:
+        response = self._post(request)
+        content_type = response.headers.get("Content-Type", "")
+        if "text/event-stream" not in content_type:
+            try:
+                body = self._decode_object(self._read_body(response))
+            finally:
+                response.close()
+            raise UpstreamBadResponse(f"the upstream answered a streaming request with {content_type or 'no type'}: "
+                                      f"{str(body)[:200]}")
+        return _HttpEventStream(response, self._max_bytes)
+
+    def models(self, base_url: str, api_key: str | None) -> dict[str, Any]:
+        response = self._send("GET", f"{base_url}/models", api_key)
+        try:
+            return self._decode_object(self._read_body(response))
+        finally:
+            response.close()
+
+    def _post(self, request: UpstreamRequest) -> requests.Response:
+        return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
+                          jsonwire.dumps(request.body))
+
+    def _send(self, method: str, url: str, api_key: str | None, data: bytes | None = None) -> requests.Response:
+        """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
+        try:
+            response = self._session.request(method, url, data=data, headers=_headers(api_key),
+                                             timeout=self._timeout, stream=True)
+        except requests.RequestException as error:
+            raise _translate(error) from None
+        if response.status_code >= 400:
+            try:
+                raise _status_error(response.status_code, self._read_body(response), response.headers)
+            finally:
+                response.close()
+        return response
+
+    def _read_body(self, response: requests.Response) -> bytes:
+        """The whole body, decompressed, refusing more than the configured size (a gzip bomb included)."""
+        body = bytearray()
+        try:
+            while chunk := response.raw.read1(READ_SIZE, decode_content=True):
+                body += chunk
+                if len(body) > self._max_bytes:
+                    raise UpstreamBadResponse(f"the upstream response exceeded {self._max_bytes} bytes")
+        except (requests.RequestException, OSError, Urllib3Error) as error:
+            raise _translate(error) from None
+        return bytes(body)
+
+    def _decode_object(self, body: bytes) -> dict[str, Any]:
+        try:
+            value = jsonwire.loads(body, self._max_depth)
+        except jsonwire.JsonWireError as error:
+            raise UpstreamBadResponse(f"the upstream's answer is not usable JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise UpstreamBadResponse("the upstream's answer is not a JSON object")
+        return value
+
+
+class _HttpEventStream:
+    def __init__(self, response: requests.Response, max_bytes: int) -> None:
+        self._response = response
+        self._decoder = sse.EventDecoder(max_bytes)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        saw_finish = False
+        try:
+            for event in self._events():
+                if event.data == "[DONE]":
+                    return
+                chunk = _decode_chunk(event.data)
+                saw_finish = saw_finish or any(c.get("finish_reason") for c in chunk.get("choices") or [])
+                yield chunk
+        finally:
+            self.close()
+        if not saw_finish:
+            raise UpstreamDisconnected("the upstream closed the stream before it finished")
+
+    def _events(self) -> Iterator[sse.Event]:
+        try:
+            while chunk := self._response.raw.read1(READ_SIZE, decode_content=True):
+                yield from self._decoder.feed(chunk)
+            yield from self._decoder.finish()
+        except sse.EventTooLarge as error:
+            raise UpstreamBadResponse(str(error)) from None
+        except (requests.RequestException, OSError, Urllib3Error) as error:
+            raise _translate(error) from None
+
+    def close(self) -> None:
+        self._response.close()
+
+
+def _decode_chunk(data: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError):
+        raise UpstreamBadResponse(f"the upstream sent an event that is not JSON: {data[:200]!r}") from None
+    if not isinstance(chunk, dict):
+        raise UpstreamBadResponse("the upstream sent an event that is not a JSON object")
+    if isinstance(chunk.get("error"), (dict, str)):
+        # In-band errors after a 200 (vLLM, sglang): pass them on, never end the stream as if all went well.
+        raise _error_from_object(chunk, 502)
+    return chunk
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "User-Agent": USER_AGENT}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+def _translate(error: Exception) -> UpstreamError:
+    """requests/urllib3 failures in the client's terms; the message names no internal host."""
+    if isinstance(error, requests.ConnectTimeout):
+        return UpstreamTimeout("the upstream did not accept the connection in time")
+    if isinstance(error, (requests.ReadTimeout, ReadTimeoutError, TimeoutError)):
+        return UpstreamTimeout("the upstream stopped answering (read timeout)")
+    if _is_connect_failure(error):
+        return UpstreamUnavailable("the upstream refused the connection or is down")
+    return UpstreamDisconnected("the connection to the upstream broke before the answer was complete")
+
+
+def _is_connect_failure(error: BaseException) -> bool:
+    """requests wraps urllib3's NewConnectionError (refused, no route, DNS) a level or two deep."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, NewConnectionError):
+            return True
+        inner = getattr(seen, "reason", None) or (seen.args[0] if seen.args else None)
+        seen = inner if isinstance(inner, BaseException) else None
+    return False
+
+
+def _status_error(status: int, body: bytes, headers: Any) -> UpstreamStatusError:
+    passed = {"Retry-After": headers["Retry-After"]} if headers.get("Retry-After") else {}
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):
+        error = _error_from_object(parsed, status)
+        error.headers = passed
+        return error
+    snippet = body[:300].decode("utf-8", errors="replace").strip()
+    return UpstreamStatusError(f"the upstream answered HTTP {status}: {snippet}", status=status, headers=passed,
+                               code=f"upstream_http_{status}")
+
+
+def _error_from_object(parsed: dict[str, Any], status: int) -> UpstreamStatusError:
+    """The OpenAI error object inside an upstream body, whichever way the server wrote it."""
+    inner = parsed.get("error", parsed)
+    if isinstance(inner, str):
+        inner = {"message": inner}
+    message = inner.get("message") or parsed.get("detail") or json.dumps(parsed)[:300]
+    code = inner.get("code")
+    return UpstreamStatusError(
+        str(message),
+        status=status,
+        error_type=str(inner.get("type") or "upstream_error"),
+        param=inner.get("param") if isinstance(inner.get("param"), str) else None,
+        # vLLM sends a numeric code, OpenAI a string: always a string here.
+        code=str(code) if code is not None else f"upstream_http_{status}",
+    )
