@@ -22,6 +22,8 @@ def current_proxy() -> Proxy:
 @bp.before_request
 def require_api_key() -> None:
     keys = current_proxy().settings.api_keys
+    if request.endpoint == "api.health":  # liveness probes carry no key; the answer reveals nothing
+        return
     if keys and not is_authorized(request.headers.get("Authorization", ""), keys):
         raise AuthenticationFailed("Incorrect or missing API key: send `Authorization: Bearer <key>`")
 

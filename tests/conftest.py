@@ -1,0 +1,163 @@
+"""Fixtures: a scripted upstream on 127.0.0.1, the proxy as a real HTTP server on loopback (in-process, per
+test settings), and the proxy under real gunicorn with gevent workers for the live-wire tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from werkzeug.serving import make_server
+
+from tests.fake_upstream import FakeUpstream
+from toolproxy import create_app
+from toolproxy.config import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def _upstream_server() -> Iterator[FakeUpstream]:
+    server = FakeUpstream().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def upstream(_upstream_server: FakeUpstream) -> FakeUpstream:
+    _upstream_server.reset_state()
+    return _upstream_server
+
+
+@pytest.fixture
+def settings(upstream: FakeUpstream) -> Settings:
+    return Settings(upstream=upstream.url, read_timeout=10, request_timeout=20)
+
+
+class ProxyServer:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def post(self, body: Any, **kwargs: Any) -> requests.Response:
+        return requests.post(f"{self.url}/v1/chat/completions", json=body, timeout=30, **kwargs)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Settings], ProxyServer]]:
+    """Start the app on a real loopback HTTP server with the given settings."""
+    servers = []
+
+    def start(settings: Settings) -> ProxyServer:
+        server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return ProxyServer(f"http://127.0.0.1:{server.server_port}")
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+@pytest.fixture
+def proxy(serve: Callable[[Settings], ProxyServer], settings: Settings) -> ProxyServer:
+    return serve(settings)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Gunicorn:
+    def __init__(self, env: dict[str, str], args: list[str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLPROXY_")},
+                    "TOOLPROXY_BIND": f"127.0.0.1:{self.port}", **env}
+        # A file, not a pipe: a busy server's access log would fill a pipe nobody reads and block it.
+        self._log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", *(args or []), "app:app"],
+            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self) -> Gunicorn:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited: {self.output()}")
+            try:
+                requests.get(f"{self.url}/health", timeout=1)
+                return self
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("gunicorn did not start")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def output(self) -> str:
+        self.stop()
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")
+
+    def close(self) -> None:
+        self.stop()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def gunicorn_proxy(_upstream_server: FakeUpstream) -> Iterator[Gunicorn]:
+    """The real thing: gunicorn, gevent worker, pointed at the scripted upstream, short timers for tests."""
+    server = Gunicorn({"TOOLPROXY_UPSTREAM": _upstream_server.url, "TOOLPROXY_COMMIT_AFTER": "0.5",
+                       "TOOLPROXY_HEARTBEAT_INTERVAL": "0.5", "TOOLPROXY_REQUEST_TIMEOUT": "8",
+                       "TOOLPROXY_READ_TIMEOUT": "6"}).wait_ready()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def start_gunicorn() -> Iterator[Callable[..., Gunicorn]]:
+    started: list[Gunicorn] = []
+
+    def start(env: dict[str, str], args: list[str] | None = None) -> Gunicorn:
+        server = Gunicorn(env, args)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.close()
+
+
+def make_tool(name: str, properties: dict[str, Any] | None = None,
+              required: list[str] | None = None) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": properties or {}, "required": required or []}
+    return {"type": "function", "function": {"name": name, "description": f"the {name} tool",
+                                             "parameters": parameters}}
+
+
+def make_body(content: str = "hi", tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "test-model", "messages": [{"role": "user", "content": content}], **extra}
+    if tools is not None:
+        body["tools"] = tools
+    return body
+
+
+def with_settings(settings: Settings, **changes: Any) -> Settings:
+    return replace(settings, **changes)
