@@ -4,6 +4,7 @@ test settings), and the proxy under real gunicorn with gevent workers for the li
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def serve() -> Iterator[Callable[[Settings], ProxyServer]]:
 
     def start(settings: Settings) -> ProxyServer:
         server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(server)
         return ProxyServer(f"http://127.0.0.1:{server.server_port}")
 
@@ -86,7 +87,7 @@ class Gunicorn:
         full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLPROXY_")},
                     "TOOLPROXY_BIND": f"127.0.0.1:{self.port}", **env}
         # A file, not a pipe: a busy server's access log would fill a pipe nobody reads and block it.
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close(), outlives this method)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", *(args or []), "app:app"],
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
@@ -105,7 +106,7 @@ class Gunicorn:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.send_signal(signal.SIGINT)  # gunicorn's quick shutdown; TERM waits for keep-alives
             try:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:

@@ -3,6 +3,7 @@ commit timing, live passthrough, and the upstream connection closed when the cli
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
@@ -40,7 +41,7 @@ def test_slow_answer_gets_committed_stream_with_heartbeats(upstream, gunicorn_pr
     events, heartbeats = parse_stream(raw)
     assert arrivals[0] < 1.5, "headers and the role chunk come within about a second"
     assert heartbeats >= 2
-    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     assert max(gaps) < 1.5, "never silent for longer than a heartbeat interval"
     assembled = accumulate(events)
     assert assembled["tool_calls"][0]["name"] == "read" and assembled["finish_reason"] == ["tool_calls"]

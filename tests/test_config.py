@@ -1,0 +1,98 @@
+"""Settings from environment variables and the YAML file: values, precedence, and one message per mistake."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolproxy.config import ConfigError, Settings, exposure_problem, load_settings
+
+
+def test_defaults_are_safe_and_demo():
+    settings = load_settings({})
+    assert settings.bind == "127.0.0.1:8003" and settings.workers == 1
+    assert settings.is_demo and settings.api_keys == ()
+    assert settings.max_body_bytes == 16 * 1024 * 1024
+
+
+def test_environment_values():
+    settings = load_settings({"TOOLPROXY_UPSTREAM": "http://10.0.0.5:8000/v1/", "TOOLPROXY_API_KEYS": "a, b ,",
+                              "TOOLPROXY_WORKERS": "2", "TOOLPROXY_UPSTREAM_API_KEY": "sk-up",
+                              "TOOLPROXY_DIALECTS": "qwen_tools,json", "TOOLPROXY_LOOP_REPEATS": "3"})
+    assert settings.upstream == "http://10.0.0.5:8000/v1"
+    assert settings.api_keys == ("a", "b") and settings.workers == 2
+    assert settings.dialects == ("qwen_tools", "json") and settings.loop_repeats == 3
+    assert "sk-up" not in repr(settings) and "'a'" not in repr(settings)
+
+
+def test_yaml_file_with_model_rules_first_match_wins(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "upstream: http://127.0.0.1:8000/v1\n"
+        "max_body_bytes: 1000\n"
+        "models:\n"
+        "  - match: 'qwen2.5-coder*'\n"
+        "    upstream: http://10.0.0.5:8000/v1\n"
+        "    upstream_model: Qwen/Qwen2.5-Coder-32B-Instruct-AWQ\n"
+        "    tool_mode: prompt\n"
+        "    dialect: roo_xml\n"
+        "  - match: 'qwen*'\n"
+        "    dialects: [qwen_tools, json]\n")
+    settings = load_settings({"TOOLPROXY_CONFIG": str(path), "TOOLPROXY_MAX_BODY_BYTES": "2000"})
+    assert settings.max_body_bytes == 2000, "the environment overrides the file"
+    coder = settings.for_model("qwen2.5-coder-32b")
+    assert coder.upstream == "http://10.0.0.5:8000/v1" and coder.tool_mode == "prompt"
+    assert coder.upstream_model == "Qwen/Qwen2.5-Coder-32B-Instruct-AWQ" and coder.dialects == ("roo_xml",)
+    other = settings.for_model("qwen3")
+    assert other.upstream == "http://127.0.0.1:8000/v1" and other.dialects == ("qwen_tools", "json")
+    assert settings.for_model("llama").upstream_model is None
+
+
+@pytest.mark.parametrize(("environ", "fragment"), [
+    ({"TOOLPROXY_UPSTREAM": "localhost:8000"}, "not an http(s) URL"),
+    ({"TOOLPROXY_BIND": "8003"}, "not HOST:PORT"),
+    ({"TOOLPROXY_WORKERS": "0"}, "at least 1"),
+    ({"TOOLPROXY_ALLOW_OPEN": "maybe"}, "yes/no"),
+    ({"TOOLPROXY_READ_TIMEOUT": "-3"}, "more than 0"),
+    ({"TOOLPROXY_DIALECTS": "klingon"}, "unknown dialect 'klingon'"),
+    ({"TOOLPROXY_TOOL_MODE": "magic"}, "not a tool mode"),
+    ({"TOOLPROXY_API_KEYS": " , "}, "no key given"),
+    ({"TOOLPROXY_CONFIG": "/nonexistent/toolproxy.yaml"}, "cannot read"),
+])
+def test_each_mistake_has_a_clear_message(environ, fragment):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(environ)
+    assert fragment in str(caught.value)
+
+
+def test_all_mistakes_are_reported_at_once(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("upstrem: http://x\nmodels:\n  - upstream: http://y\n  - match: a\n    colour: red\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"TOOLPROXY_CONFIG": str(path), "TOOLPROXY_WORKERS": "many"})
+    problems = caught.value.problems
+    assert len(problems) == 4
+    assert any("unknown setting 'upstrem'" in p for p in problems)
+    assert any("models[0]" in p and "match" in p for p in problems)
+    assert any("models[1]" in p and "'colour'" in p for p in problems)
+
+
+def test_yaml_that_is_not_a_mapping(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_settings({"TOOLPROXY_CONFIG": str(path)})
+    path.write_text("upstream: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_settings({"TOOLPROXY_CONFIG": str(path)})
+
+
+@pytest.mark.parametrize(("hosts", "settings", "refused"), [
+    (["127.0.0.1"], Settings(), False),
+    (["localhost", "::1"], Settings(), False),
+    (["0.0.0.0"], Settings(), True),
+    (["192.168.1.5"], Settings(), True),
+    (["0.0.0.0"], Settings(api_keys=("k",)), False),
+    (["0.0.0.0"], Settings(allow_open=True), False),
+])
+def test_exposure(hosts, settings, refused):
+    assert (exposure_problem(hosts, settings) is not None) is refused
