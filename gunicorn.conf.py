@@ -25,6 +25,9 @@ preload_app = False
 accesslog = "-"
 errorlog = "-"
 loglevel = "info"
+# gunicorn 27's control socket lives at one path per user: a second instance on the box would fight over it,
+# and toolproxy needs no runtime control beyond signals.
+control_socket_disable = True
 
 
 def on_starting(server):

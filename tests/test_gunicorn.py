@@ -102,3 +102,23 @@ def test_configuration_mistakes_are_listed_before_start(tmp_path):
     assert "TOOLPROXY_UPSTREAM" in output and "http(s) URL" in output
     assert "models[0].tool_mode" in output and "TOOLPROXY_WORKERS" in output
     assert "Traceback" not in output
+
+
+def test_secrets_never_reach_logs_or_answers(upstream, start_gunicorn):
+    client_key, upstream_key = "sk-SENTINEL-client-1234", "sk-SENTINEL-upstream-5678"
+    server = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, "TOOLPROXY_API_KEYS": client_key,
+                             "TOOLPROXY_UPSTREAM_API_KEY": upstream_key}).wait_ready()
+    answers = []
+    upstream.script = lambda request, wire: wire.send_json({"error": {"message": "nope", "type": "x"}}, 500)
+    for key in (client_key, "sk-SENTINEL-wrong", None):
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        for body in ({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [READ], "stream": True},
+                     {"model": "m", "messages": "bad", "api_key": "sk-SENTINEL-in-body"}):
+            answers.append(requests.post(f"{server.url}/v1/chat/completions", json=body, headers=headers,
+                                         timeout=10).text)
+    answers.append(requests.get(f"{server.url}/", timeout=5).text)
+    assert upstream.received[0].headers["authorization"] == f"Bearer {upstream_key}"
+    log = server.output()
+    assert "chat route=tools_stream" in log, "the request log is there"
+    for text in [*answers, log]:
+        assert "SENTINEL" not in text

@@ -72,6 +72,14 @@ class Exchange:
 
 
 def answer(exchange: Exchange) -> Response:
+    try:
+        return _route(exchange)
+    except ProxyError as error:
+        exchange.log(error.status)
+        raise
+
+
+def _route(exchange: Exchange) -> Response:
     request, settings = exchange.request, exchange.settings
     reason = loopguard.check(request.messages, repeats=settings.loop_repeats,
                              max_tool_messages=settings.loop_max_tool_messages)
