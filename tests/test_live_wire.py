@@ -141,10 +141,14 @@ def test_client_disconnect_closes_the_forced_non_stream_upstream(upstream, gunic
 
 
 def test_health_answers_while_the_upstream_hangs(upstream, gunicorn_proxy):
-    upstream.script = lambda request, wire: time.sleep(3)
-    threading.Thread(target=lambda: requests.post(f"{gunicorn_proxy.url}/v1/chat/completions",
-                                                  json=make_body(), timeout=10), daemon=True).start()
+    upstream.script = lambda request, wire: time.sleep(1.5)
+    statuses = []
+    hung = threading.Thread(target=lambda: statuses.append(requests.post(
+        f"{gunicorn_proxy.url}/v1/chat/completions", json=make_body(), timeout=10).status_code))
+    hung.start()
     time.sleep(0.2)
     started = time.monotonic()
     assert requests.get(f"{gunicorn_proxy.url}/health", timeout=5).status_code == 200
     assert time.monotonic() - started < 0.3
+    hung.join(10)
+    assert statuses == [502], "the upstream closed without answering"

@@ -68,7 +68,7 @@ def test_stream_without_tools_passes_events_through_cleaned(upstream, proxy):
                                                        "finish_reason": None, "stop_reason": None,
                                                        "token_ids": [1]}]},
               {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": {"content": "Hi ✨ there", "reasoning_content": "hmm"},
+               "choices": [{"index": 0, "delta": {"content": "Hi ✨ there", "reasoning": "hmm"},
                             "finish_reason": None}]},
               {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
                "choices": [{"index": 0, "delta": {"tool_calls": []}, "finish_reason": "stop"}]}]
@@ -79,7 +79,7 @@ def test_stream_without_tools_passes_events_through_cleaned(upstream, proxy):
     assert len(got) == 4
     assert "system_fingerprint" not in got[0]
     assert got[0]["choices"][0] == {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-    assert got[1]["choices"][0]["delta"] == {"content": "Hi ✨ there"}
+    assert got[1]["choices"][0]["delta"] == {"content": "Hi ✨ there", "reasoning_content": "hmm"}
     assert got[2]["choices"][0]["delta"] == {}
 
 
@@ -125,8 +125,8 @@ def test_native_tool_calls_are_normalized(upstream, proxy):
 def test_model_rules_route_and_rename(upstream, serve, settings):
     from toolproxy.config import ModelRule
 
-    rules = (ModelRule(match="qwen*", upstream=upstream.url, upstream_model="Qwen/Real-Name",
-                       upstream_api_key="sk-upstream-secret"),)
+    rules = (ModelRule("qwen*", {"upstream": upstream.url, "upstream_model": "Qwen/Real-Name",
+                                 "upstream_api_key": "sk-upstream-secret"}),)
     proxy = serve(with_settings(settings, upstream=None, models=rules))
     upstream.completion("ok")
     answer = proxy.post({**make_body("hi"), "model": "qwen2.5-coder"}).json()

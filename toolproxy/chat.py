@@ -20,9 +20,11 @@ from toolproxy import cleaning, jsonwire, loopguard, sse
 from toolproxy.chat_request import ChatRequest
 from toolproxy.config import ModelSettings, Settings
 from toolproxy.errors import ProxyError
+from toolproxy.extraction import Policy
 from toolproxy.response_transform import (
     ChunkHeader,
     Outcome,
+    ToolRequest,
     assistant_completion,
     completion_chunks,
     role_chunk,
@@ -60,8 +62,12 @@ class Exchange:
         return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key)
 
     def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
-        answer, self.outcome = transform_completion(completion, self.request.tools, self.target.dialects,
-                                                    model=self.request.model if self.target.upstream_model else None)
+        target = self.target
+        policy = Policy(target.unknown_tools, target.invalid_arguments, target.reasoning)
+        tool_request = ToolRequest(self.request.tools, target.dialects, policy,
+                                   parallel_calls=self.request.body.get("parallel_tool_calls") is not False)
+        answer, self.outcome = transform_completion(completion, tool_request,
+                                                    model=self.request.model if target.upstream_model else None)
         return answer
 
     def log(self, status: object) -> None:
@@ -95,7 +101,8 @@ def _route(exchange: Exchange) -> Response:
     if request.stream:
         return _passthrough_stream(exchange)
     exchange.route = "plain"
-    completion = cleaning.clean_completion(exchange.upstream.complete(exchange.upstream_request(stream=False)))
+    completion = cleaning.clean_completion(exchange.upstream.complete(exchange.upstream_request(stream=False)),
+                                           exchange.target.reasoning)
     if exchange.target.upstream_model:
         completion["model"] = request.model
     exchange.log(200)
@@ -169,7 +176,7 @@ def _passthrough_stream(exchange: Exchange) -> Response:
             if item is HEARTBEAT:
                 yield sse.encode_comment("keep-alive")
             elif isinstance(item, dict):
-                chunk = cleaning.clean_chunk(item)
+                chunk = cleaning.clean_chunk(item, exchange.target.reasoning)
                 if rename:
                     chunk["model"] = rename
                 yield sse.encode_event(chunk)

@@ -6,34 +6,40 @@ from typing import Any
 
 TOP_LEVEL = ("prompt_logprobs", "prompt_token_ids", "kv_transfer_params", "service_tier", "system_fingerprint")
 CHOICE = ("stop_reason", "token_ids")
-MESSAGE = ("reasoning", "reasoning_content", "refusal", "annotations", "audio", "function_call")
+MESSAGE = ("refusal", "annotations", "audio", "function_call")
+# Servers name reasoning differently (vLLM's newer `reasoning`, DeepSeek's `reasoning_content`): clients get
+# `reasoning_content`, or nothing when the model's setting says drop (what seed 003's OpenClaw proxy did).
+REASONING = ("reasoning", "reasoning_content")
 USAGE = ("prompt_tokens_details",)
 
 
-def clean_completion(completion: dict[str, Any]) -> dict[str, Any]:
-    return _clean(completion, "message")
+def clean_completion(completion: dict[str, Any], reasoning: str = "move") -> dict[str, Any]:
+    return _clean(completion, "message", reasoning)
 
 
-def clean_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
-    return _clean(chunk, "delta")
+def clean_chunk(chunk: dict[str, Any], reasoning: str = "move") -> dict[str, Any]:
+    return _clean(chunk, "delta", reasoning)
 
 
-def _clean(body: dict[str, Any], message_key: str) -> dict[str, Any]:
+def _clean(body: dict[str, Any], message_key: str, reasoning: str) -> dict[str, Any]:
     cleaned = _without(body, TOP_LEVEL)
     if isinstance(cleaned.get("usage"), dict):
         cleaned["usage"] = _without(cleaned["usage"], USAGE)
     if isinstance(cleaned.get("choices"), list):
-        cleaned["choices"] = [_clean_choice(choice, message_key) for choice in cleaned["choices"]]
+        cleaned["choices"] = [_clean_choice(choice, message_key, reasoning) for choice in cleaned["choices"]]
     return cleaned
 
 
-def _clean_choice(choice: Any, message_key: str) -> Any:
+def _clean_choice(choice: Any, message_key: str, reasoning: str) -> Any:
     if not isinstance(choice, dict):
         return choice
     cleaned = _without(choice, CHOICE)
     message = cleaned.get(message_key)
     if isinstance(message, dict):
-        message = _without(message, MESSAGE)
+        thought = message.get("reasoning_content") or message.get("reasoning")
+        message = _without(message, MESSAGE + REASONING)
+        if thought and reasoning != "drop":
+            message["reasoning_content"] = thought
         # An empty `tool_calls: []` hangs some clients (anomalyco/opencode#4255): absent is what they expect.
         if message.get("tool_calls") == [] or ("tool_calls" in message and message["tool_calls"] is None):
             del message["tool_calls"]

@@ -34,14 +34,10 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ModelRule:
-    """One entry of the YAML `models:` list; unset fields fall back to the global settings."""
+    """One entry of the YAML `models:` list: a glob on the request's model and the settings it overrides."""
 
     match: str
-    upstream: str | None = None
-    upstream_api_key: str | None = field(default=None, repr=False)
-    upstream_model: str | None = None
-    tool_mode: str | None = None
-    dialects: tuple[str, ...] | None = None
+    overrides: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def matches(self, model: str) -> bool:
         return fnmatch.fnmatchcase(model, self.match)
@@ -51,11 +47,14 @@ class ModelRule:
 class ModelSettings:
     """What applies to one request's model: the globals with the first matching rule laid over them."""
 
-    upstream: str | None
-    upstream_api_key: str | None = field(repr=False)
-    upstream_model: str | None
-    tool_mode: str
-    dialects: tuple[str, ...]
+    upstream: str | None = None
+    upstream_api_key: str | None = field(default=None, repr=False)
+    upstream_model: str | None = None
+    tool_mode: str = "native"
+    dialects: tuple[str, ...] = ()
+    unknown_tools: str = "text"
+    invalid_arguments: str = "pass"
+    reasoning: str = "move"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +67,9 @@ class Settings:
     workers: int = 1
     tool_mode: str = "native"
     dialects: tuple[str, ...] = ()
+    unknown_tools: str = "text"
+    invalid_arguments: str = "pass"
+    reasoning: str = "move"
     models: tuple[ModelRule, ...] = ()
     max_body_bytes: int = 16 * MiB
     max_upstream_bytes: int = 32 * MiB
@@ -83,21 +85,17 @@ class Settings:
     @property
     def is_demo(self) -> bool:
         """No upstream anywhere: the built-in demo model answers."""
-        return self.upstream is None and all(rule.upstream is None for rule in self.models)
+        return self.upstream is None and all(rule.overrides.get("upstream") is None for rule in self.models)
 
     def for_model(self, model: str) -> ModelSettings:
+        base = ModelSettings(**{name: getattr(self, name) for name in _MODEL_DEFAULTS})
         rule = next((rule for rule in self.models if rule.matches(model)), None)
-        base = ModelSettings(self.upstream, self.upstream_api_key, None, self.tool_mode, self.dialects)
-        if rule is None:
-            return base
-        return replace(
-            base,
-            upstream=rule.upstream or base.upstream,
-            upstream_api_key=rule.upstream_api_key or base.upstream_api_key,
-            upstream_model=rule.upstream_model,
-            tool_mode=rule.tool_mode or base.tool_mode,
-            dialects=rule.dialects if rule.dialects is not None else base.dialects,
-        )
+        return base if rule is None else replace(base, **rule.overrides)
+
+
+# The settings a `models:` entry may override (besides upstream_model, which only a rule sets), and their kinds.
+_MODEL_DEFAULTS = ("upstream", "upstream_api_key", "tool_mode", "dialects", "unknown_tools", "invalid_arguments",
+                   "reasoning")
 
 
 # Each setting: environment variable, YAML key, kind. The kind names a parser below.
@@ -110,6 +108,9 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_WORKERS", "workers", "count"),
     ("TOOLPROXY_TOOL_MODE", "tool_mode", "tool_mode"),
     ("TOOLPROXY_DIALECTS", "dialects", "dialects"),
+    ("TOOLPROXY_UNKNOWN_TOOLS", "unknown_tools", "unknown_tools"),
+    ("TOOLPROXY_INVALID_ARGUMENTS", "invalid_arguments", "invalid_arguments"),
+    ("TOOLPROXY_REASONING", "reasoning", "reasoning"),
     ("TOOLPROXY_MAX_BODY_BYTES", "max_body_bytes", "count"),
     ("TOOLPROXY_MAX_UPSTREAM_BYTES", "max_upstream_bytes", "count"),
     ("TOOLPROXY_CONNECT_TIMEOUT", "connect_timeout", "seconds"),
@@ -121,7 +122,10 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_LOOP_MAX_TOOL_MESSAGES", "loop_max_tool_messages", "count"),
     ("TOOLPROXY_MAX_JSON_DEPTH", "max_json_depth", "count"),
 )
-_RULE_KEYS = ("match", "upstream", "upstream_api_key", "upstream_model", "tool_mode", "dialect", "dialects")
+_RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": "text", "tool_mode": "tool_mode",
+               "dialect": "dialects", "dialects": "dialects", "unknown_tools": "unknown_tools",
+               "invalid_arguments": "invalid_arguments", "reasoning": "reasoning"}
+_RULE_KEYS = ("match", *_RULE_KINDS)
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -248,6 +252,16 @@ def _parse_tool_mode(value: Any) -> str:
     return text
 
 
+def _choice(*allowed: str) -> Any:
+    def parse(value: Any) -> str:
+        text = str(value).strip()
+        if text not in allowed:
+            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}")
+        return text
+
+    return parse
+
+
 def _parse_dialects(value: Any) -> tuple[str, ...]:
     items = value if isinstance(value, list) else str(value).split(",")
     names = tuple(str(item).strip() for item in items if str(item).strip())
@@ -267,6 +281,9 @@ _PARSERS = {
     "seconds": _parse_seconds,
     "tool_mode": _parse_tool_mode,
     "dialects": _parse_dialects,
+    "unknown_tools": _choice("text", "pass"),
+    "invalid_arguments": _choice("pass", "text"),
+    "reasoning": _choice("move", "keep", "drop"),
 }
 
 
@@ -287,13 +304,13 @@ def _parse_rule(entry: Any, label: str, problems: list[str]) -> ModelRule | None
     unknown = sorted(set(entry) - set(_RULE_KEYS))
     if unknown:
         problems.append(f"{label}: unknown key {', '.join(map(repr, unknown))}; known: {', '.join(_RULE_KEYS)}")
-    fields: dict[str, Any] = {"match": entry["match"]}
-    for key, kind in (("upstream", "url"), ("tool_mode", "tool_mode"), ("upstream_model", "text"),
-                      ("upstream_api_key", "text"), ("dialects", "dialects"), ("dialect", "dialects")):
+    overrides: dict[str, Any] = {}
+    for key, kind in _RULE_KINDS.items():
         if entry.get(key) is not None:
             parsed = _parse(kind, entry[key], f"{label}.{key}", problems)
-            fields["dialects" if key == "dialect" else key] = parsed
-    return ModelRule(**fields)
+            if parsed is not None:
+                overrides["dialects" if key == "dialect" else key] = parsed
+    return ModelRule(entry["match"], overrides)
 
 
 def exposure_problem(hosts: list[str], settings: Settings) -> str | None:

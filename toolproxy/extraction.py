@@ -1,8 +1,9 @@
 """From a reply's text to the tool calls it holds: dialects find candidate calls, this room decides which count.
 
-Only calls to tools of this request become calls (a model writing `{"name": "format_disk"}` must not trigger
-anything); their arguments must be a JSON object, then are typed by the tool's schema. Everything refused goes
-back as text, with an issue recorded: no character of the reply is ever lost.
+By default only calls to tools of this request become calls (a model writing `{"name": "format_disk"}` must not
+trigger anything); arguments must be a JSON object, are typed by the tool's schema, then validated. What is
+refused goes back as text with an issue recorded: no character of the reply is ever lost. Reasoning is set
+aside first; a call found only inside it is rescued.
 """
 
 from __future__ import annotations
@@ -12,16 +13,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolproxy import schema
+from toolproxy import reasoning, schema
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.dialects.chain import ChainScanner
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    unknown_tools: str = "text"  # "pass": a call to an undeclared tool is returned anyway (seed 004's option 1)
+    invalid_arguments: str = "pass"  # "text": a call whose arguments fail the schema stays text
+    reasoning: str = "move"  # "keep" it in content, "move" it to reasoning_content, or "drop" it
 
 
 @dataclass(slots=True)
 class Extraction:
     segments: list[Segment]
     issues: list[str] = field(default_factory=list)
+    reasoning: str | None = None  # for `reasoning_content`
+    kept_reasoning: str = ""  # "keep": the reasoning markup that goes back in front of the content
 
     @property
     def calls(self) -> list[Call]:
@@ -35,8 +45,8 @@ class Extraction:
         """
         texts = [segment.text for segment in self.segments if isinstance(segment, Text)]
         if not self.calls:
-            return "".join(texts)
-        pieces = [text.strip() for text in texts if text.strip()]
+            return self.kept_reasoning + "".join(texts)
+        pieces = [text.strip() for text in (self.kept_reasoning, *texts) if text.strip()]
         return "\n\n".join(pieces) or None
 
 
@@ -45,31 +55,70 @@ def scanner(tools: ToolIndex, dialects: Sequence[str] = ()) -> ChainScanner:
     return ChainScanner([DIALECTS[name] for name in dialects or AUTO_ORDER], tools)
 
 
-def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = ()) -> Extraction:
+def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: Policy = Policy(),
+            reasoning_field: str | None = None) -> Extraction:
+    """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy."""
+    parts = reasoning.split(text)
+    thought = "\n\n".join(piece for piece in (reasoning_field or "", parts.reasoning) if piece.strip())
+    extraction = accept(_scan(parts.answer, tools, dialects), tools, policy)
+    if not extraction.calls and thought:
+        rescued = accept(_scan(thought, tools, dialects), tools, policy)
+        if rescued.calls:
+            extraction.segments.extend(rescued.calls)
+            extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
+            thought = "".join(segment.text for segment in rescued.segments if isinstance(segment, Text)).strip()
+    if policy.reasoning == "move":
+        extraction.reasoning = thought or None
+    elif policy.reasoning == "keep":
+        extraction.kept_reasoning = parts.markup
+        extraction.reasoning = reasoning_field
+    return extraction
+
+
+def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
     scan = scanner(tools, dialects)
-    return accept(scan.feed(text) + scan.finish(), tools)
+    return scan.feed(text) + scan.finish()
 
 
-def accept(segments: list[Segment], tools: ToolIndex) -> Extraction:
-    """Keep the calls that name a declared tool with usable arguments; the rest become text again."""
+def accept(segments: list[Segment], tools: ToolIndex, policy: Policy = Policy()) -> Extraction:
+    """Keep the calls the policy allows; the rest become text again, each with an issue."""
     extraction = Extraction([])
     for segment in segments:
         if isinstance(segment, Call):
-            segment = _judge(segment, tools, extraction.issues)
+            segment = _judge(segment, tools, policy, extraction.issues)
         extraction.segments.append(segment)
     extraction.segments = merge_text(extraction.segments)
     return extraction
 
 
-def _judge(call: Call, tools: ToolIndex, issues: list[str]) -> Segment:
-    if call.name not in tools:
+def _judge(call: Call, tools: ToolIndex, policy: Policy, issues: list[str]) -> Segment:
+    declared = call.name in tools
+    if not declared and policy.unknown_tools != "pass":
         issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} kept as text")
         return Text(call.source)
     arguments = _arguments_object(call.arguments)
     if arguments is None:
         issues.append(f"{call.dialect}: arguments of {call.name!r} are not a JSON object; kept as text")
         return Text(call.source)
-    return Call(call.name, schema.coerce(arguments, tools[call.name]), call.source, call.dialect)
+    if not declared:
+        issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} passed on (unknown_tools: pass)")
+        return Call(call.name, arguments, call.source, call.dialect)
+    arguments = schema.coerce(arguments, tools[call.name])
+    problems = _problems(arguments, tools[call.name])
+    if problems:
+        verdict = "kept as text" if policy.invalid_arguments == "text" else "passed on"
+        issues.append(f"{call.dialect}: arguments of {call.name!r} fail the schema ({'; '.join(problems)}); "
+                      f"{verdict}")
+        if policy.invalid_arguments == "text":
+            return Text(call.source)
+    return Call(call.name, arguments, call.source, call.dialect)
+
+
+def _problems(arguments: dict[str, Any], tool_schema: Any) -> list[str]:
+    try:
+        return schema.validate(arguments, tool_schema)
+    except schema.SchemaProblem as problem:
+        return [f"the tool's schema is unusable: {problem}"]
 
 
 def _arguments_object(arguments: Any) -> dict[str, Any] | None:

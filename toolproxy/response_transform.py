@@ -15,7 +15,7 @@ from typing import Any
 from toolproxy.cleaning import clean_completion
 from toolproxy.dialects.base import Call, ToolIndex
 from toolproxy.errors import UpstreamBadResponse
-from toolproxy.extraction import extract
+from toolproxy.extraction import Policy, extract
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 _CALL_ID = re.compile(r"call_[A-Za-z0-9]{24}")
@@ -38,15 +38,25 @@ class Outcome:
     issues: list[str] = field(default_factory=list)
 
 
-def transform_completion(completion: dict[str, Any], tools: ToolIndex, dialects: Sequence[str],
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """What the client asked of tool calls, and the model's settings for finding them."""
+
+    tools: ToolIndex
+    dialects: Sequence[str] = ()
+    policy: Policy = Policy()
+    parallel_calls: bool = True
+
+
+def transform_completion(completion: dict[str, Any], request: ToolRequest,
                          model: str | None = None) -> tuple[dict[str, Any], Outcome]:
     """Clean the answer and turn the tool calls written in its text into `tool_calls`."""
     check_completion(completion)
-    answer = clean_completion(completion)
+    answer = clean_completion(completion, request.policy.reasoning)
     if model is not None:
         answer["model"] = model
     outcome = Outcome()
-    answer["choices"] = [_transform_choice(choice, tools, dialects, outcome) for choice in answer["choices"]]
+    answer["choices"] = [_transform_choice(choice, request, outcome) for choice in answer["choices"]]
     return answer, outcome
 
 
@@ -62,25 +72,39 @@ def check_completion(completion: dict[str, Any]) -> None:
             raise UpstreamBadResponse("a message in the upstream's answer has content that is not text")
 
 
-def _transform_choice(choice: dict[str, Any], tools: ToolIndex, dialects: Sequence[str],
-                      outcome: Outcome) -> dict[str, Any]:
+def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Outcome) -> dict[str, Any]:
     message = dict(choice["message"])
     native = _native_calls(message.get("tool_calls"), outcome)
     content = message.get("content")
-    extraction = extract(content, tools, dialects) if content and tools else None
-    if extraction is not None:
+    thought = message.pop("reasoning_content", None)
+    extraction = None
+    if request.tools and (content or thought):
+        extraction = extract(content or "", request.tools, request.dialects, request.policy,
+                             reasoning_field=None if native else thought)
         outcome.issues.extend(extraction.issues)
         outcome.dialects.extend(call.dialect for call in extraction.calls)
+        content, thought = extraction.content() if content or extraction.calls else content, extraction.reasoning
     calls = native + [_wire_call(call) for call in (extraction.calls if extraction else [])]
+    calls = _limit_calls(calls, request.parallel_calls, outcome)
     _unique_ids(calls)
     outcome.calls.extend(call["function"]["name"] for call in calls)
     message["role"] = "assistant"
-    message["content"] = extraction.content() if extraction is not None else content
+    message["content"] = content
+    if thought:
+        message["reasoning_content"] = thought
     if calls:
         message["tool_calls"] = calls
     else:
         message.pop("tool_calls", None)
     return {**choice, "message": message, "finish_reason": _finish_reason(choice.get("finish_reason"), calls)}
+
+
+def _limit_calls(calls: list[dict[str, Any]], parallel: bool, outcome: Outcome) -> list[dict[str, Any]]:
+    """`parallel_tool_calls: false` gets the first call only; the client asked for one at a time."""
+    if parallel or len(calls) <= 1:
+        return calls
+    outcome.issues.append(f"parallel_tool_calls is false: {len(calls) - 1} further call(s) dropped")
+    return calls[:1]
 
 
 def _finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:

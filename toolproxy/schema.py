@@ -1,4 +1,4 @@
-"""Meaning of arguments: values typed by the tool's declared JSON Schema, for every dialect alike.
+"""Meaning of arguments: values typed by the tool's declared JSON Schema, then validated, for every dialect.
 
 The declared type decides: `"60000"` becomes 60000 only where the schema says number or integer, and a string
 field stays a string even when it looks like a number (ids like "12345" must not turn into integers).
@@ -6,11 +6,18 @@ field stays a string even when it looks like a number (ids like "12345" must not
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+import referencing.exceptions
+from referencing import Registry
 
 _INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
@@ -97,3 +104,63 @@ _CONVERTERS = {
     "object": _to_json(dict),
     "null": _to_null,
 }
+
+
+# --- validation -----------------------------------------------------------------------------------------------
+
+# A registry that knows no documents and retrieves none: a remote `$ref` (http://, file://) in a client's schema
+# is never fetched (SSRF, local file disclosure); it simply fails to resolve.
+_NO_RETRIEVAL = Registry()
+
+
+class SchemaProblem(ValueError):
+    """A tool's schema that cannot be used to validate (jsonschema's SchemaError, in our terms)."""
+
+
+def validate(arguments: Any, schema: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the arguments, in words for the model and the log; [] when they are valid."""
+    validator = validator_for(schema)
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda error: list(error.path))
+        return [_describe(error) for error in errors[:5]]
+    except referencing.exceptions.Unresolvable as error:
+        return [f"the schema refers to {error.ref!r}, which is not fetched"]
+    except jsonschema.exceptions.ValidationError as error:  # raised by a $ref that cannot be resolved
+        return [error.message]
+
+
+def check(schema: Mapping[str, Any]) -> None:
+    """Raise SchemaProblem when the schema itself is not valid JSON Schema."""
+    validator_for(schema)
+
+
+def validator_for(schema: Mapping[str, Any]) -> Any:
+    """One validator per distinct schema, built once: agents send the same tools on every request."""
+    try:
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        raise SchemaProblem("the schema is not JSON") from None
+    return _cached_validator(key)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_validator(key: str) -> Any:
+    schema = json.loads(key)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as error:
+        raise SchemaProblem(f"not a valid JSON Schema: {error.message}") from None
+    # `pattern` is not checked: a client's regex run by Python's backtracking engine on model output can hang
+    # the worker, and every stream on it (reliability #20). Types, required fields and enums are what matter.
+    safe = jsonschema.validators.extend(cls, {"pattern": _ignore})  # type: ignore[no-untyped-call]
+    return safe(schema, registry=_NO_RETRIEVAL)
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+def _describe(error: jsonschema.exceptions.ValidationError) -> str:
+    where = "/".join(str(part) for part in error.path)
+    return f"{where}: {error.message}" if where else error.message

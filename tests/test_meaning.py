@@ -1,0 +1,125 @@
+"""One place for meaning, whatever the dialect: types from the schema, validation, the unknown-tool and
+invalid-argument policies, parallel_tool_calls, and reasoning kept out of calls."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.conftest import make_body, make_tool, with_settings
+from toolproxy import schema
+from toolproxy.extraction import Policy, extract
+
+TOOLS = {
+    "bash": {"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "number"},
+                                              "background": {"type": "boolean"}, "id": {"type": "string"},
+                                              "env": {"type": "object"}, "args": {"type": "array"},
+                                              "count": {"type": "integer"}},
+             "required": ["command"], "additionalProperties": False},
+}
+
+
+def call(name: str, arguments: dict) -> str:
+    return "<tools>" + json.dumps({"name": name, "arguments": arguments}) + "</tools>"
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"command": "ls", "timeout": "60000"}, {"command": "ls", "timeout": 60000}),
+    ({"command": "ls", "timeout": "2.5"}, {"command": "ls", "timeout": 2.5}),
+    ({"command": "ls", "background": "True"}, {"command": "ls", "background": True}),
+    ({"command": "ls", "background": "false"}, {"command": "ls", "background": False}),
+    ({"command": "ls", "id": "12345"}, {"command": "ls", "id": "12345"}),
+    ({"command": "12345"}, {"command": "12345"}),
+    ({"command": "ls", "env": '{"A": "1"}'}, {"command": "ls", "env": {"A": "1"}}),
+    ({"command": "ls", "args": '["-l", "-a"]'}, {"command": "ls", "args": ["-l", "-a"]}),
+    ({"command": "ls", "count": "230.0"}, {"command": "ls", "count": 230}),
+    ({"command": "ls", "count": "many"}, {"command": "ls", "count": "many"}),
+])
+def test_the_declared_type_decides(given, expected):
+    [found] = extract(call("bash", given), TOOLS).calls
+    assert found.arguments == expected
+
+
+def test_invalid_arguments_pass_by_default_with_an_issue():
+    extraction = extract(call("bash", {"timeout": 5}), TOOLS)
+    assert [c.arguments for c in extraction.calls] == [{"timeout": 5}]
+    assert any("'command' is a required property" in issue for issue in extraction.issues)
+
+
+def test_invalid_arguments_can_stay_text():
+    text = call("bash", {"command": "ls", "colour": "red"})
+    extraction = extract(text, TOOLS, policy=Policy(invalid_arguments="text"))
+    assert not extraction.calls and extraction.content() == text
+    assert any("colour" in issue for issue in extraction.issues)
+
+
+def test_unknown_tools_stay_text_unless_passed():
+    text = call("format_disk", {"disk": "/dev/sda"})
+    kept = extract(text, TOOLS)
+    assert not kept.calls and kept.content() == text and kept.issues
+    passed = extract(text, TOOLS, policy=Policy(unknown_tools="pass"))
+    assert [(c.name, c.arguments) for c in passed.calls] == [("format_disk", {"disk": "/dev/sda"})]
+
+
+def test_remote_refs_are_never_fetched_and_patterns_cannot_hang():
+    tools = {"get": {"type": "object", "properties": {"url": {"$ref": "http://127.0.0.1:9/secret.json"}}},
+             "match": {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a+)+$"}}}}
+    extraction = extract(call("get", {"url": "x"}), tools)
+    assert extraction.calls and any("not fetched" in issue for issue in extraction.issues)
+    started = time.monotonic()
+    assert extract(call("match", {"s": "a" * 40 + "!"}), tools).calls
+    assert time.monotonic() - started < 0.5
+
+
+def test_validators_are_built_once_per_schema():
+    schema._cached_validator.cache_clear()
+    for _ in range(5):
+        schema.validate({"command": "ls"}, dict(TOOLS["bash"]))
+    assert schema._cached_validator.cache_info().misses == 1
+
+
+def test_a_call_only_thought_about_is_not_made_when_the_answer_has_one():
+    text = "<think>maybe " + call("bash", {"command": "rm -rf /"}) + "</think>" + call("bash", {"command": "ls"})
+    extraction = extract(text, TOOLS)
+    assert [c.arguments["command"] for c in extraction.calls] == ["ls"]
+    assert extraction.reasoning is not None and "rm -rf" in extraction.reasoning
+    assert extraction.content() is None
+
+
+def test_a_call_found_only_in_reasoning_is_rescued():
+    text = "<think>I should list files. " + call("bash", {"command": "ls"}) + "</think>\n"
+    extraction = extract(text, TOOLS)
+    assert [c.arguments for c in extraction.calls] == [{"command": "ls"}]
+    assert extraction.reasoning == "I should list files."
+    assert any("rescued" in issue for issue in extraction.issues)
+
+
+def test_reasoning_opened_in_the_prompt_and_the_three_modes():
+    text = "The user wants files.</think>\n\nSure." + call("bash", {"command": "ls"})
+    moved = extract(text, TOOLS)
+    assert moved.reasoning == "The user wants files." and moved.content() == "Sure."
+    dropped = extract(text, TOOLS, policy=Policy(reasoning="drop"))
+    assert dropped.reasoning is None and dropped.content() == "Sure."
+    kept = extract(text, TOOLS, policy=Policy(reasoning="keep"))
+    assert kept.content() == "The user wants files.</think>\n\nSure."
+
+
+def test_reasoning_through_the_proxy(upstream, serve, settings):
+    text = "<think>plan: read it</think>Reading." + call("bash", {"command": "cat a"})
+    upstream.completion(text)
+    tools = [make_tool("bash", TOOLS["bash"]["properties"], ["command"])]
+    message = serve(settings).post(make_body("x", tools)).json()["choices"][0]["message"]
+    assert message["reasoning_content"] == "plan: read it" and message["content"] == "Reading."
+    dropped = serve(with_settings(settings, reasoning="drop")).post(make_body("x", tools)).json()
+    assert "reasoning_content" not in dropped["choices"][0]["message"]
+
+
+def test_parallel_tool_calls_false_returns_the_first(upstream, proxy):
+    tools = [make_tool("bash", {"command": {"type": "string"}}, ["command"])]
+    upstream.completion(call("bash", {"command": "a"}) + call("bash", {"command": "b"}))
+    both = proxy.post(make_body("x", tools)).json()["choices"][0]["message"]["tool_calls"]
+    one = proxy.post(make_body("x", tools, parallel_tool_calls=False)).json()["choices"][0]["message"]
+    assert [json.loads(c["function"]["arguments"])["command"] for c in both] == ["a", "b"]
+    assert [json.loads(c["function"]["arguments"])["command"] for c in one["tool_calls"]] == ["a"]
