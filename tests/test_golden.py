@@ -54,13 +54,15 @@ def test_automatic_detection(case):
 
 
 def test_one_character_at_a_time_and_nothing_lost(case):
-    _, text, expected, tools = case
+    """Fed one character at a time, the scanners find exactly what one-shot parsing finds (so the result, which
+    is computed from those segments, is the same), and the segments give back every character."""
+    _, text, _, tools = case
     scan = scanner(tools)
     segments = [segment for char in text for segment in scan.feed(char)] + scan.finish()
     assert source_of(segments) == text
     one_shot = scanner(tools)
     assert merge_text(segments) == merge_text(one_shot.feed(text) + one_shot.finish())
-    assert result_of(accept(segments, tools)) == expected_result(expected)
+    assert source_of(accept(segments, tools).segments) == text
 
 
 def test_end_to_end_through_the_proxy(case, upstream, proxy):

@@ -9,6 +9,7 @@ aside first; a call found only inside it is rescued.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,7 +78,33 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
 
 def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
     scan = scanner(tools, dialects)
-    return scan.feed(text) + scan.finish()
+    return absorb_fences(merge_text(scan.feed(text) + scan.finish()))
+
+
+_FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n[ \t]*\Z")
+_FENCE_CLOSE = re.compile(r"[ \t]*\n?[ \t]*```[ \t]*(?:\n|\Z)")
+
+
+def absorb_fences(segments: list[Segment]) -> list[Segment]:
+    """A call wrapped in a Markdown code fence takes the fence with it, so the content is not left holding
+    an empty ```json block. Works on the merged segments, so streaming and one-shot agree."""
+    out = list(segments)
+    for index, segment in enumerate(out):
+        if not isinstance(segment, Call) or index == 0 or index + 1 == len(out):
+            continue
+        before, after = out[index - 1], out[index + 1]
+        if not isinstance(before, Text) or not isinstance(after, Text):
+            continue
+        opening = _FENCE_OPEN.search(before.text[-64:])
+        closing = _FENCE_CLOSE.match(after.text)
+        if opening is None or closing is None:
+            continue
+        cut = len(before.text) - (len(before.text[-64:]) - opening.start())
+        out[index - 1] = Text(before.text[:cut])
+        out[index] = Call(segment.name, segment.arguments, before.text[cut:] + segment.source + closing.group(),
+                          segment.dialect)
+        out[index + 1] = Text(after.text[closing.end() :])
+    return out
 
 
 def accept(segments: list[Segment], tools: ToolIndex, policy: Policy = Policy()) -> Extraction:

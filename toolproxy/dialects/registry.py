@@ -11,6 +11,7 @@ from toolproxy.dialects.marked_json import MarkedJsonDialect
 from toolproxy.dialects.tag_xml import TagXmlDialect
 
 DIALECTS: dict[str, Dialect] = {
+    "hermes": MarkedJsonDialect("hermes", "<tool_call>", "</tool_call>"),
     "qwen_tools": MarkedJsonDialect("qwen_tools", "<tools>", "</tools>"),
     "roo_xml": TagXmlDialect(),
     "json": BareJsonDialect(),
