@@ -7,7 +7,9 @@ list of those, and the `{"tool_calls": [...]}` object that prompt-engineered set
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from toolproxy.dialects.base import Call, JsonSpan, Segment, Text, ToolIndex, call_from_json, decode_json
@@ -22,6 +24,9 @@ class BareJsonDialect:
 
     def scanner(self, tools: ToolIndex) -> BareJsonScanner:
         return BareJsonScanner(tools)
+
+    def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
 class BareJsonScanner:

@@ -56,6 +56,12 @@ class Dialect(Protocol):
     def scanner(self, tools: ToolIndex) -> Scanner: ...
 
 
+class RenderingDialect(Dialect, Protocol):
+    """A dialect that can also write a call (for prompts, history, and the round-trip property)."""
+
+    def render_call(self, name: str, arguments: Mapping[str, Any]) -> str: ...
+
+
 def parse(dialect: Dialect, text: str, tools: ToolIndex) -> list[Segment]:
     """One-shot parse: the streaming scanner fed the whole text."""
     scanner = dialect.scanner(tools)

@@ -7,8 +7,11 @@ only between JSON values, so a marker inside a string argument never ends the bl
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from toolproxy.dialects.base import (
     Call,
@@ -32,6 +35,9 @@ class MarkedJsonDialect:
 
     def scanner(self, tools: ToolIndex) -> MarkedJsonScanner:
         return MarkedJsonScanner(self)
+
+    def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        return f"{self.opener}\n{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}\n{self.closer}"
 
 
 class MarkedJsonScanner:

@@ -7,6 +7,7 @@ nested tags (an object). Numbers and booleans are typed later, by `schema.py`, f
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -23,6 +24,10 @@ class TagXmlDialect:
 
     def scanner(self, tools: ToolIndex) -> TagXmlScanner:
         return TagXmlScanner(tools)
+
+    def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """Seed 004's layout: one parameter per line; arrays as <item>s, objects as nested tags."""
+        return f"<{name}>\n{render_elements(arguments)}</{name}>"
 
 
 class TagXmlScanner:
@@ -89,6 +94,20 @@ class TagXmlScanner:
         return Call(tool, arguments, source, TagXmlDialect.name)
 
 
+def render_elements(values: Mapping[str, Any]) -> str:
+    return "".join(f"<{key}>{_render_value(value)}</{key}>\n" for key, value in values.items())
+
+
+def _render_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "\n" + "".join(f"<item>{_render_value(item)}</item>\n" for item in value)
+    if isinstance(value, dict):
+        return "\n" + render_elements(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
 def parse_elements(body: str, schema: Mapping[str, Any]) -> dict[str, Any] | None:
     """`<a>1</a><b>x</b>` as {"a": "1", "b": "x"}; None when anything but elements and white space is there."""
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
@@ -100,7 +119,7 @@ def parse_elements(body: str, schema: Mapping[str, Any]) -> dict[str, Any] | Non
         if tag is None:
             return None
         name = tag.group(1)
-        end = body.find(f"</{name}>", tag.end())
+        end = _matching_close(body, name, tag.end())
         if end < 0:
             return None
         values[name] = _value(body[tag.end() : end], properties.get(name, {}))
@@ -108,9 +127,31 @@ def parse_elements(body: str, schema: Mapping[str, Any]) -> dict[str, Any] | Non
     return values
 
 
+def _matching_close(body: str, name: str, position: int) -> int:
+    """Where the element opened just before `position` closes, counting nested elements of the same name
+    (`<a><a>0</a></a>`); -1 when it does not."""
+    opener, closer = f"<{name}>", f"</{name}>"
+    depth = 1
+    close = body.find(closer, position)
+    while close >= 0:
+        nested = body.find(opener, position, close)
+        if nested >= 0:  # a nested opener before this closer: the closer stays the next one to look at
+            depth += 1
+            position = nested + len(opener)
+            continue
+        depth -= 1
+        if depth == 0:
+            return close
+        position = close + len(closer)
+        close = body.find(closer, position)
+    return -1
+
+
 def _value(raw: str, schema: Any) -> Any:
     types = _types(schema)
     inner = raw.strip()
+    if not inner and types & {"array", "object"} and "string" not in types:
+        return [] if "array" in types else {}
     if "array" in types and inner.startswith("<item>"):
         items = _items(inner, schema.get("items", {}))
         if items is not None:
