@@ -44,7 +44,7 @@ class ToolRequest:
 
     tools: ToolIndex
     dialects: Sequence[str] = ()
-    policy: Policy = Policy()
+    policy: Policy = field(default_factory=Policy)
     parallel_calls: bool = True
 
 

@@ -69,16 +69,20 @@ def parse(dialect: Dialect, text: str, tools: ToolIndex) -> list[Segment]:
 
 
 def merge_text(segments: Iterable[Segment]) -> list[Segment]:
-    """Adjacent text segments joined into one, empty ones dropped, so results compare simply."""
+    """Adjacent text segments joined into one, empty ones dropped, so results compare simply. Linear: pieces
+    are collected and joined once (repeated `+=` on a growing string would be quadratic)."""
     merged: list[Segment] = []
+    pieces: list[str] = []
     for segment in segments:
         if isinstance(segment, Text):
-            if not segment.text:
-                continue
-            if merged and isinstance(merged[-1], Text):
-                merged[-1] = Text(merged[-1].text + segment.text)
-                continue
+            pieces.append(segment.text)
+            continue
+        if pieces and (text := "".join(pieces)):
+            merged.append(Text(text))
+        pieces = []
         merged.append(segment)
+    if pieces and (text := "".join(pieces)):
+        merged.append(Text(text))
     return merged
 
 
@@ -105,7 +109,8 @@ class JsonSpan:
     """Finds where a JSON object or array ends, fed piece by piece from its opening bracket.
 
     Brackets inside strings do not count, so `"</tool_call>"` or `"}"` in an argument never ends a block.
-    Runs of brackets are taken in one step, which keeps adversarial input like a megabyte of `[` linear and fast.
+    Between two strings the brackets are counted in bulk (str.count runs in C) whenever the depth cannot reach
+    zero there, which keeps adversarial input like a megabyte of `[` or `{` linear and fast.
     Bracket kinds are not matched here: `json.loads` judges the finished span.
     """
 
@@ -113,9 +118,11 @@ class JsonSpan:
         self.depth = 0
         self.in_string = False
         self.escaped = False
+        self._stepping_until = -1  # in this stretch the bulk count failed: step bracket by bracket
 
     def feed(self, text: str, position: int = 0) -> int | None:
         """Index just past the value's end within `text`, or None while it is still open."""
+        self._stepping_until = -1
         while position < len(text):
             if self.escaped:
                 self.escaped = False
@@ -123,12 +130,9 @@ class JsonSpan:
             elif self.in_string:
                 position = self._skip_string(text, position)
             else:
-                end = self._step_code(text, position)
-                if end is not None and self.depth == 0:
+                end, position = self._step_code(text, position)
+                if end is not None:
                     return end
-                if end is None:
-                    return None
-                position = end
         return None
 
     def _skip_string(self, text: str, position: int) -> int:
@@ -141,28 +145,37 @@ class JsonSpan:
             self.in_string = False
         return match.end()
 
-    def _step_code(self, text: str, position: int) -> int | None:
+    def _step_code(self, text: str, position: int) -> tuple[int | None, int]:
+        """(end of the value or None, where to go on)."""
+        if position >= self._stepping_until:
+            quote = text.find('"', position)
+            stop = len(text) if quote < 0 else quote
+            closes = text.count("}", position, stop) + text.count("]", position, stop)
+            if closes < self.depth:  # the depth cannot reach zero before the next string: count in bulk
+                self.depth += text.count("{", position, stop) + text.count("[", position, stop) - closes
+                if quote >= 0:
+                    self.in_string = True
+                return None, stop + (quote >= 0)
+            if self.depth:  # (at depth 0 we stand on the opening bracket: one step, then bulk counting again)
+                self._stepping_until = stop  # each stretch is counted at most once, so this stays linear
         match = _IN_CODE.search(text, position)
         if match is None:
-            return None
-        char = match.group()
-        if char == '"':
+            return None, len(text)
+        if match.group() == '"':
             self.in_string = True
-            return match.end()
-        if char in "[{":
-            run = _OPENERS.match(text, match.start())
-            assert run is not None
-            self.depth += run.end() - run.start()
-            return run.end()
-        run = _CLOSERS.match(text, match.start())
+            return None, match.end()
+        run = (_OPENERS if match.group() in "[{" else _CLOSERS).match(text, match.start())
         assert run is not None
         count = run.end() - run.start()
+        if match.group() in "[{":
+            self.depth += count
+            return None, run.end()
         if count >= self.depth:
             end = match.start() + self.depth
             self.depth = 0
-            return end
+            return end, end
         self.depth -= count
-        return run.end()
+        return None, run.end()
 
 
 def decode_json(text: str) -> Any:

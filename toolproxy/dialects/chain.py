@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from toolproxy.dialects.base import Dialect, Scanner, Segment, Text, ToolIndex
+from toolproxy.dialects.base import Dialect, Scanner, Segment, Text, ToolIndex, merge_text
 
 
 class ChainScanner:
@@ -35,5 +35,7 @@ class ChainScanner:
                     out.append(segment)
             if finishing:
                 out.extend(stage.finish())
-            segments = out
+            # One feed per run of text: a stage that splits text into many pieces (every rejected opener is a
+            # piece) must not multiply the calls the next stage takes.
+            segments = merge_text(out)
         return segments

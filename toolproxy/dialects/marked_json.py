@@ -43,6 +43,9 @@ class MarkedJsonDialect:
 class MarkedJsonScanner:
     def __init__(self, dialect: MarkedJsonDialect) -> None:
         self._dialect = dialect
+        # An opener counts only when JSON (or the end of the text so far) follows it: openers in prose, or of
+        # another dialect sharing the marker (Qwen3-Coder's `<tool_call><function=`), are skipped at C speed.
+        self._opener = re.compile(re.escape(dialect.opener) + r"(?=\s*(?:[\[{]|\Z))")
         self._pending = ""  # held back: a possible opener, or a possible closer inside a block
         self._in_block = False
         self._block: list[str] = []  # source pieces of the current block, markers and white space included
@@ -70,16 +73,16 @@ class MarkedJsonScanner:
 
     def _step_text(self, text: str, position: int, out: list[Segment]) -> int:
         opener = self._dialect.opener
-        index = text.find(opener, position)
-        if index < 0:
+        found = self._opener.search(text, position)
+        if found is None:
             hold = partial_suffix(text[-len(opener) :], opener)
             out.append(Text(text[position : len(text) - hold]))
             self._pending = text[len(text) - hold :]
             return len(text)
-        out.append(Text(text[position:index]))
+        out.append(Text(text[position : found.start()]))
         self._in_block = True
         self._block = [opener]
-        return index + len(opener)
+        return found.end()
 
     def _step_block(self, text: str, position: int, out: list[Segment]) -> int:
         if self._span is not None:

@@ -1,0 +1,72 @@
+"""Parsing speed per dialect on a 1 MB reply, and on adversarial input, with the 4n/n time ratio that shows
+linear behaviour. Targets (issue 3): every 1 MB input under 200 ms, time at 4n under 5x time at n.
+
+    .venv/bin/python bench/parse.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from toolproxy.dialects.registry import DIALECTS
+from toolproxy.extraction import extract
+
+MB = 1 << 20
+TOOLS = {"exec": {"type": "object", "properties": {"command": {"type": "string"}}},
+         "read": {"type": "object", "properties": {"path": {"type": "string"}}}}
+
+
+def reply(name: str, size: int) -> str:
+    """Prose with one call of the dialect every ~2 KB, the way a long agent answer looks."""
+    dialect = DIALECTS[name]
+    render = getattr(dialect, "render_call", None)
+    call = render("exec", {"command": "ls -la /srv"}) if render else ""
+    unit = ("The build failed in step three; the log says the linker could not find libfoo. " * 24) + "\n" + call
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+ADVERSARIAL: dict[str, Callable[[int], str]] = {
+    "unclosed openers": lambda size: ("<tool_call><tools>{" * (size // 19 + 1))[:size],
+    "deep brackets": lambda size: "[" * size,
+    "no closing marker": lambda size: ("<tool_call>\n{\"name\": \"exec\", \"arguments\": {\"command\": \""
+                                       + "x" * size)[:size],
+    "tags without end": lambda size: ("<exec><command>" + "y" * size)[:size],
+    "arg=val pairs": lambda size: ("[exec(" + "a=1, " * size)[:size],
+}
+
+
+def seconds(parse: Callable[[], object], repeats: int = 5) -> float:
+    """Best of five: on a shared, noisy machine the minimum is the figure that repeats."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        parse()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def row(label: str, make: Callable[[int], str], dialects: tuple[str, ...]) -> tuple[float, float]:
+    small, large = make(MB // 4), make(MB)
+    t_small = seconds(lambda: extract(small, TOOLS, dialects))
+    t_large = seconds(lambda: extract(large, TOOLS, dialects))
+    verdict = "ok" if t_large < 0.2 and t_large < 5 * t_small else "SLOW"
+    print(f"{label:34} {len(large) / MB / t_large:8.1f} {t_large * 1000:8.1f} {t_large / t_small:6.2f}  {verdict}")
+    return t_large, t_large / t_small
+
+
+def main() -> None:
+    print(f"{'input (1 MB)':34} {'MB/s':>8} {'ms':>8} {'4n/n':>6}")
+    for name in DIALECTS:
+        row(f"{name} reply", lambda size, name=name: reply(name, size), (name,))
+    row("all dialects, automatic", lambda size: reply("hermes", size), ())
+    for label, make in ADVERSARIAL.items():
+        row(f"adversarial: {label}", make, ())
+
+
+if __name__ == "__main__":
+    main()
