@@ -1,0 +1,143 @@
+"""Qwen3-Coder's XML calls: `<tool_call><function=NAME><parameter=P>value</parameter></function></tool_call>`.
+
+The format vLLM's `qwen3_coder` parser and llama.cpp read. Several functions may follow each other, inside one
+wrapper or in several, and the `<tool_call>` wrapper is sometimes left out: a bare `<function=NAME>` block counts
+too. Values are raw text, one line break trimmed at each end; `schema.py` types them later, as for every dialect.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from enum import Enum, auto
+from typing import Any
+
+from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.block import (
+    BlockScanner,
+    Outcome,
+    Step,
+    match_word,
+    read_token,
+    read_value,
+    render_value,
+    skip_space,
+    trim_newlines,
+)
+
+_WRAPPER, _END_WRAPPER = "<tool_call>", "</tool_call>"
+_FUNCTION, _END_FUNCTION = "<function=", "</function>"
+_PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
+_HINT = re.compile(r"<(?:tool_call>|function=)")
+_NAME_TEXT = re.compile(r"[^<>\n]{0,128}")  # what lies between `=` and `>`; a line break means it is prose
+_NAME = re.compile(r"[^\s<>\"'=]{1,128}")
+
+
+class Qwen3XmlDialect:
+    name = "qwen3_coder"
+
+    def scanner(self, tools: ToolIndex) -> BlockScanner:
+        return BlockScanner(self.name, _HINT, len(_FUNCTION) + 130, Qwen3Reader)
+
+    def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """One call as Qwen3-Coder's chat template writes it."""
+        parameters = "".join(f"<parameter={key}>\n{render_value(value)}\n</parameter>\n"
+                             for key, value in arguments.items())
+        return f"<tool_call>\n<function={name}>\n{parameters}</function>\n</tool_call>"
+
+
+class _State(Enum):
+    OPENING = auto()
+    WRAPPED = auto()  # after `<tool_call>`: a function must follow
+    BODY = auto()  # inside a function: parameters or its end
+    VALUE = auto()
+    AFTER = auto()  # after a function inside the wrapper: another function or the wrapper's end
+
+
+class Qwen3Reader:
+    def __init__(self) -> None:
+        self._state = _State.OPENING
+        self._wrapped = False
+        self._calls: list[tuple[str, dict[str, str]]] = []
+        self._parameter = ""
+        self._value: list[str] = []
+
+    def calls(self) -> list[tuple[str, Any]]:
+        return [(name, dict(arguments)) for name, arguments in self._calls]
+
+    def is_whole(self) -> bool:
+        return self._state is _State.AFTER
+
+    def step(self, text: str, position: int) -> Step:
+        if self._state is _State.VALUE:
+            return self._read_value(text, position)
+        if self._state is _State.OPENING:
+            return self._open(text, position)
+        start = skip_space(text, position)
+        if start == len(text):
+            return Step(Outcome.MORE, start)
+        if self._state is _State.WRAPPED:
+            word = match_word(text, start, (_FUNCTION,))
+            return Step(word, start) if isinstance(word, Outcome) else self._function(text, start)
+        if self._state is _State.BODY:
+            return self._in_body(text, start)
+        return self._after(text, start)
+
+    def _open(self, text: str, position: int) -> Step:
+        word = match_word(text, position, (_WRAPPER, _FUNCTION))
+        if isinstance(word, Outcome):
+            return Step(word, position)
+        if word == 1:
+            return self._function(text, position)
+        self._state, self._wrapped = _State.WRAPPED, True
+        return Step(Outcome.TOKEN, position + len(_WRAPPER))
+
+    def _function(self, text: str, position: int) -> Step:
+        """`<function=NAME>` at `position`."""
+        token = read_token(text, position + len(_FUNCTION), _NAME_TEXT, ">")
+        if isinstance(token, Outcome):
+            return Step(token, position)
+        name = token[0].strip()
+        if not _NAME.fullmatch(name):
+            return Step(Outcome.BAD, position)
+        self._calls.append((name, {}))
+        self._state = _State.BODY
+        return Step(Outcome.TOKEN, token[1])
+
+    def _in_body(self, text: str, start: int) -> Step:
+        word = match_word(text, start, (_PARAMETER, _END_FUNCTION))
+        if isinstance(word, Outcome):
+            return Step(word, start)
+        if word == 1:
+            self._state = _State.AFTER
+            return Step(Outcome.CALL if self._wrapped else Outcome.DONE, start + len(_END_FUNCTION))
+        token = read_token(text, start + len(_PARAMETER), _NAME_TEXT, ">")
+        if isinstance(token, Outcome):
+            return Step(token, start)
+        if not token[0].strip():
+            return Step(Outcome.BAD, start)
+        self._state, self._parameter, self._value = _State.VALUE, token[0].strip(), []
+        return Step(Outcome.TOKEN, token[1])
+
+    def _read_value(self, text: str, position: int) -> Step:
+        # Only `</parameter>` ends a value: code that mentions `</function>` or `</tool_call>` stays inside it.
+        piece, end, found = read_value(text, position, _END_PARAMETER)
+        self._value.append(piece)
+        if not found:
+            return Step(Outcome.MORE, end)
+        self._calls[-1][1][self._parameter] = trim_newlines("".join(self._value))
+        self._state = _State.BODY
+        return Step(Outcome.TOKEN, end)
+
+    def _after(self, text: str, start: int) -> Step:
+        word = match_word(text, start, (_END_WRAPPER, _FUNCTION))
+        if word == 0:
+            return Step(Outcome.DONE, start + len(_END_WRAPPER))
+        if word == 1:
+            step = self._function(text, start)
+            if step.outcome is not Outcome.BAD:
+                return step
+        elif word is Outcome.MORE:
+            return Step(Outcome.MORE, start)
+        # Anything else after a whole function: `</tool_call>` was dropped (a stop string), the calls stand.
+        return Step(Outcome.DONE, start)
