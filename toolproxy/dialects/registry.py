@@ -9,14 +9,30 @@ from __future__ import annotations
 
 from toolproxy.dialects.bare_json import BareJsonDialect
 from toolproxy.dialects.base import Dialect
+from toolproxy.dialects.command_r import CommandRDialect
+from toolproxy.dialects.deepseek import DeepSeekDialect
 from toolproxy.dialects.glm_xml import GlmXmlDialect
+from toolproxy.dialects.harmony import HarmonyDialect
 from toolproxy.dialects.invoke_xml import InvokeXmlDialect
 from toolproxy.dialects.kimi_tokens import KimiDialect
+from toolproxy.dialects.llama3 import Llama3Dialect
 from toolproxy.dialects.marked_json import MarkedJsonDialect
+from toolproxy.dialects.mistral import MistralDialect
+from toolproxy.dialects.prefixed_json import PrefixedJsonDialect
+from toolproxy.dialects.pythonic import PythonicDialect
 from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
 from toolproxy.dialects.tag_xml import TagXmlDialect
 
 DIALECTS: dict[str, Dialect] = {
+    "deepseek": DeepSeekDialect(),
+    "harmony": HarmonyDialect(),
+    "mistral": MistralDialect(),
+    "llama3": Llama3Dialect(),
+    "command_r": CommandRDialect(),
+    "granite": PrefixedJsonDialect("granite", "<|tool_call|>"),
+    "internlm": MarkedJsonDialect("internlm", "<|action_start|><|plugin|>", "<|action_end|>"),
+    # `functools` is an ordinary word: last of the special-token dialects (it needs a JSON list of calls).
+    "phi4_mini": PrefixedJsonDialect("phi4_mini", "functools"),
     "kimi_k2": KimiDialect(),
     # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper.
     "minimax": InvokeXmlDialect("minimax", "minimax:tool_call", bare=False),
@@ -26,6 +42,8 @@ DIALECTS: dict[str, Dialect] = {
     "hermes": MarkedJsonDialect("hermes", "<tool_call>", "</tool_call>"),
     "qwen_tools": MarkedJsonDialect("qwen_tools", "<tools>", "</tools>"),
     "roo_xml": TagXmlDialect(),
+    # Both start at a line-leading `[`, but pythonic needs a declared name and `(`, json a `{`.
+    "pythonic": PythonicDialect(),
     "json": BareJsonDialect(),
 }
 DIALECT_NAMES = tuple(DIALECTS)

@@ -1,0 +1,152 @@
+"""The streaming scanner that special-token dialects share: text flows through live, an opener starts a block.
+
+A dialect names its openers and writes one generator, `_read`, that reads a block with the steps of `cursor.py`
+and returns the calls it found, or None when the block is not one of its calls after all. Each call's source runs
+from the end of the one before (the first carries the opener), so sources and the text around them join back to
+the reply exactly. What a block read past its last call (white space, a half call) goes out as text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from toolproxy.dialects.base import Call, Segment, Text, call_from_json, decode_json, partial_suffix
+from toolproxy.dialects.cursor import Cursor, Read
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A call a block holds: raw arguments, and the block offset where its source ends."""
+
+    name: str
+    arguments: Any
+    end: int
+
+
+Script: TypeAlias = Read[list[Found] | None]
+
+
+class TokenBlockScanner:
+    """Streams text through until one of `openers`, then runs the dialect's `_read` on the block that follows."""
+
+    def __init__(self, dialect: str, openers: Sequence[str]) -> None:
+        self._dialect = dialect
+        self._openers = tuple(openers)
+        # Longest first, so that an opener that begins another never hides it.
+        alternatives = sorted(self._openers, key=len, reverse=True)
+        self._opener_pattern = re.compile("|".join(re.escape(opener) for opener in alternatives))
+        self._cursor = Cursor()
+        self._script: Script | None = None
+        self._opener = ""
+
+    def feed(self, text: str) -> list[Segment]:
+        self._cursor.append(text)
+        return self._scan()
+
+    def finish(self) -> list[Segment]:
+        """The text has ended: an open block is read to a decision, and everything held back goes out."""
+        self._cursor.ended = True
+        out = self._scan()
+        self._cursor, self._script = Cursor(), None
+        return out
+
+    def _read(self, opener: str) -> Script:
+        """Read one block, its opener already read; the calls found, or None when it holds none."""
+        raise NotImplementedError
+
+    def _find_opener(self) -> tuple[int, str] | None:
+        cursor = self._cursor
+        found = self._opener_pattern.search(cursor.text, cursor.position)
+        return (found.start(), found.group()) if found is not None else None
+
+    def _hold(self) -> int:
+        """How many characters at the end of the text may be the start of an opener, to wait for."""
+        cursor = self._cursor
+        longest = max(len(opener) for opener in self._openers)
+        tail = cursor.text[max(cursor.position, len(cursor.text) - longest) :]
+        return max(partial_suffix(tail, opener) for opener in self._openers)
+
+    def _passed(self, text: str) -> None:
+        """Called with every piece of the reply once it is decided, in order; for dialects that track lines."""
+
+    def _scan(self) -> list[Segment]:
+        out: list[Segment] = []
+        while self._step_block(out) if self._script is not None else self._step_text(out):
+            pass
+        return out
+
+    def _step_text(self, out: list[Segment]) -> bool:
+        """Text up to the next opener goes out; False when the text read so far holds none."""
+        cursor = self._cursor
+        found = self._find_opener()
+        if found is None:
+            stop = len(cursor.text) - (0 if cursor.ended else self._hold())
+            self._emit(out, Text(cursor.text[cursor.position : stop]))
+            cursor.position = stop
+            return False
+        index, opener = found
+        self._emit(out, Text(cursor.text[cursor.position : index]))
+        cursor.position = index
+        cursor.begin_block()
+        cursor.position += len(opener)
+        self._opener, self._script = opener, self._read(opener)
+        return True
+
+    def _step_block(self, out: list[Segment]) -> bool:
+        """Run the block's script on what has come; False while it waits for more."""
+        assert self._script is not None
+        try:
+            next(self._script)
+        except StopIteration as stop:
+            found: list[Found] | None = stop.value
+        else:
+            if not self._cursor.ended:
+                return False
+            found = None  # steps never wait once the text has ended; should one, the block is text
+        self._script = None
+        self._close(found, out)
+        return True
+
+    def _close(self, found: list[Found] | None, out: list[Segment]) -> None:
+        cursor = self._cursor
+        if not found:
+            if cursor.rewind(len(self._opener)):
+                self._emit(out, Text(self._opener))
+            else:
+                self._emit(out, Text(cursor.end_block()))
+            return
+        block = cursor.end_block()
+        start = 0
+        for call in found:
+            self._emit(out, Call(call.name, call.arguments, block[start : call.end], self._dialect))
+            start = call.end
+        self._emit(out, Text(block[start:]))
+
+    def _emit(self, out: list[Segment], segment: Segment) -> None:
+        text = segment.text if isinstance(segment, Text) else segment.source
+        if text or isinstance(segment, Call):
+            out.append(segment)
+            self._passed(text)
+
+
+def calls_in(objects: list[tuple[str, int]] | None,
+             shape_of: Callable[[Any], tuple[str, Any] | None] = call_from_json) -> list[Found] | None:
+    """The calls a list of JSON objects holds, one per object, or None when any object is not a call.
+
+    `shape_of` turns a decoded object into (name, raw arguments), or None when it is not shaped like a call.
+    """
+    if not objects:
+        return None
+    found: list[Found] = []
+    for text, end in objects:
+        try:
+            shape = shape_of(decode_json(text))
+        except ValueError:
+            return None
+        if shape is None:
+            return None
+        found.append(Found(shape[0], shape[1], end))
+    return found
