@@ -123,3 +123,10 @@ def test_parallel_tool_calls_false_returns_the_first(upstream, proxy):
     one = proxy.post(make_body("x", tools, parallel_tool_calls=False)).json()["choices"][0]["message"]
     assert [json.loads(c["function"]["arguments"])["command"] for c in both] == ["a", "b"]
     assert [json.loads(c["function"]["arguments"])["command"] for c in one["tool_calls"]] == ["a"]
+
+
+def test_a_refused_member_of_a_call_list_keeps_the_list_as_text():
+    text = '<tool_call>[{"name": "bash", "arguments": {"command": "ls"}}, {"name": "zzz", "arguments": {}}]</tool_call>'
+    extraction = extract(text, TOOLS)
+    assert not extraction.calls and extraction.content() == text
+    assert any("list stays text" in issue for issue in extraction.issues)

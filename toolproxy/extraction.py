@@ -110,12 +110,34 @@ def absorb_fences(segments: list[Segment]) -> list[Segment]:
 def accept(segments: list[Segment], tools: ToolIndex, policy: Policy = Policy()) -> Extraction:
     """Keep the calls the policy allows; the rest become text again, each with an issue."""
     extraction = Extraction([])
-    for segment in segments:
-        if isinstance(segment, Call):
-            segment = _judge(segment, tools, policy, extraction.issues)
-        extraction.segments.append(segment)
+    for group in _groups(segments):
+        if isinstance(group, Text):
+            extraction.segments.append(group)
+            continue
+        judged = [_judge(call, tools, policy, extraction.issues) for call in group]
+        if len(group) > 1 and any(isinstance(segment, Text) for segment in judged):
+            # Calls written as one JSON list share one source: a refused member sends the list back as text
+            # whole, since its own characters cannot be told apart (and text is never lost).
+            extraction.issues.append(f"{group[0].dialect}: a call in a list of {len(group)} was refused; "
+                                     "the list stays text")
+            extraction.segments.append(Text(group[0].source))
+        else:
+            extraction.segments.extend(judged)
     extraction.segments = merge_text(extraction.segments)
     return extraction
+
+
+def _groups(segments: list[Segment]) -> list[Text | list[Call]]:
+    """Texts alone, and calls grouped: a call with an empty source belongs to the call before it."""
+    groups: list[Text | list[Call]] = []
+    for segment in segments:
+        if isinstance(segment, Call) and not segment.source and groups and isinstance(groups[-1], list):
+            groups[-1].append(segment)
+        elif isinstance(segment, Call):
+            groups.append([segment])
+        else:
+            groups.append(segment)
+    return groups
 
 
 def _judge(call: Call, tools: ToolIndex, policy: Policy, issues: list[str]) -> Segment:

@@ -106,7 +106,8 @@ _CLOSERS = re.compile(r"[\]}]+")
 
 
 class JsonSpan:
-    """Finds where a JSON object or array ends, fed piece by piece from its opening bracket.
+    """Finds where a JSON object or array ends, fed piece by piece from its opening bracket (it must be started
+    on that bracket: a stray closer first would end it at once).
 
     Brackets inside strings do not count, so `"</tool_call>"` or `"}"` in an argument never ends a block.
     Between two strings the brackets are counted in bulk (str.count runs in C) whenever the depth cannot reach
