@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test bench bench-parse clean
 
 run: $(VENV)/.runtime
 	$(BIN)/gunicorn -c gunicorn.conf.py app:app
@@ -15,6 +15,9 @@ test: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(BIN)/python bench/overhead.py
+
+bench-parse: $(VENV)/.runtime
+	$(BIN)/python bench/parse.py
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)

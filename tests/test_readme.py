@@ -1,0 +1,29 @@
+"""The README's one-line dialect examples are real: each is a call to `read` in its own dialect."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from toolproxy.dialects.registry import DIALECTS
+from toolproxy.extraction import extract
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+EXAMPLES = dict(re.findall(r"^- `(\w+)` \([^\n]*?\): `(.+)`$", README, flags=re.M))
+TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}}},
+         "list_dir": {"type": "object", "properties": {"path": {"type": "string"}}}}
+
+
+def test_every_dialect_has_an_example_in_registry_order():
+    assert list(EXAMPLES) == list(DIALECTS)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_parses_pinned_and_automatic(name):
+    for dialects in ((name,), ()):
+        extraction = extract(EXAMPLES[name], TOOLS, dialects)
+        assert (extraction.calls[0].name, extraction.calls[0].arguments) == ("read", {"path": "a.py"})
+        assert extraction.calls[0].dialect == name
+        assert extraction.content() is None
