@@ -130,3 +130,18 @@ def test_a_refused_member_of_a_call_list_keeps_the_list_as_text():
     extraction = extract(text, TOOLS)
     assert not extraction.calls and extraction.content() == text
     assert any("list stays text" in issue for issue in extraction.issues)
+
+
+def test_malformed_or_truncated_markup_is_recorded_as_an_issue():
+    for text in ('<tool_call>\n{"name": "bash", "arguments": {"command": "ls"', "<bash>\n<command>ls\n</bash>",
+                 "[TOOL_CALLS]oops"):
+        extraction = extract(text, TOOLS)
+        assert not extraction.calls and extraction.content() == text
+        assert any("markup left as text" in issue for issue in extraction.issues), text
+    assert extract("plain answer", TOOLS).issues == []
+
+
+def test_seed_oss_thinking_is_reasoning():
+    text = "<seed:think>The user wants a listing.</seed:think>Listing." + call("bash", {"command": "ls"})
+    extraction = extract(text, TOOLS)
+    assert extraction.reasoning == "The user wants a listing." and extraction.content() == "Listing."

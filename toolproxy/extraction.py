@@ -68,12 +68,31 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
             extraction.segments.extend(rescued.calls)
             extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
             thought = "".join(segment.text for segment in rescued.segments if isinstance(segment, Text)).strip()
+    _note_leftover_markup(extraction, tools)
     if policy.reasoning == "move":
         extraction.reasoning = thought or None
     elif policy.reasoning == "keep":
         extraction.kept_reasoning = parts.markup
         extraction.reasoning = reasoning_field
     return extraction
+
+
+# Markers that only ever start a tool call: left in the text, they mean a call was attempted and failed
+# (malformed or truncated markup), which is worth an issue even though the text is kept.
+CALL_MARKERS = ("<tool_call>", "<tools>", "<function=", "<function_calls>", "<invoke ", "[TOOL_CALLS]",
+                "<|python_tag|>", "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<|tool_calls_section_begin|>",
+                "<|tool_call_begin|>", "to=functions.", "<|START_ACTION|>", "<|tool_call|>", "<|action_start|>",
+                "<minimax:tool_call>", "<seed:tool_call>")
+_MARKERS = re.compile("|".join(map(re.escape, CALL_MARKERS)))
+
+
+def _note_leftover_markup(extraction: Extraction, tools: ToolIndex) -> None:
+    texts = [segment.text for segment in extraction.segments if isinstance(segment, Text)]
+    found = {match.group() for text in texts for match in _MARKERS.finditer(text)}
+    found |= {f"<{name}>" for name in tools for text in texts if f"<{name}>" in text}
+    if found:
+        extraction.issues.append("tool-call markup left as text (malformed, truncated or refused): "
+                                 + ", ".join(sorted(found)))
 
 
 def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:

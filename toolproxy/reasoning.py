@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-OPEN, CLOSE = "<think>", "</think>"
+# Qwen3, DeepSeek-R1 and most others write <think>; Seed-OSS writes <seed:think>; some fine-tunes <thinking>.
+MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,27 +17,39 @@ class Split:
 
 
 def split(text: str) -> Split:
+    """The reply with reasoning set aside, for every pair of reasoning markers in turn."""
+    answer, inner, markup = text, [], []
+    for opener, closer in MARKERS:
+        if closer in answer or opener in answer:
+            part = split_pair(answer, opener, closer)
+            answer = part.answer
+            inner.append(part.reasoning)
+            markup.append(part.markup)
+    return Split(answer, "\n\n".join(piece for piece in inner if piece), "".join(markup))
+
+
+def split_pair(text: str, opener: str, closer: str) -> Split:
     """Linear: each marker is found once with str.find. Qwen3 and DeepSeek-R1 templates put `<think>` in the
-    prompt, so a reply may open inside reasoning and only close it; an unclosed `<think>` runs to the end."""
+    prompt, so a reply may open inside reasoning and only close it; an unclosed opener runs to the end."""
     answer: list[str] = []
     inner: list[str] = []
     markup: list[str] = []
     position = 0
-    first_close, first_open = text.find(CLOSE), text.find(OPEN)
+    first_close, first_open = text.find(closer), text.find(opener)
     if first_close >= 0 and (first_open < 0 or first_close < first_open):
         inner.append(text[:first_close])
-        markup.append(text[: first_close + len(CLOSE)])
-        position = first_close + len(CLOSE)
-    while (start := text.find(OPEN, position)) >= 0:
+        markup.append(text[: first_close + len(closer)])
+        position = first_close + len(closer)
+    while (start := text.find(opener, position)) >= 0:
         answer.append(text[position:start])
-        end = text.find(CLOSE, start + len(OPEN))
+        end = text.find(closer, start + len(opener))
         if end < 0:
-            inner.append(text[start + len(OPEN) :])
+            inner.append(text[start + len(opener) :])
             markup.append(text[start:])
             position = len(text)
             break
-        inner.append(text[start + len(OPEN) : end])
-        markup.append(text[start : end + len(CLOSE)])
-        position = end + len(CLOSE)
+        inner.append(text[start + len(opener) : end])
+        markup.append(text[start : end + len(closer)])
+        position = end + len(closer)
     answer.append(text[position:])
     return Split("".join(answer), "\n\n".join(piece.strip() for piece in inner if piece.strip()), "".join(markup))
