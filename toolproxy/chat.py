@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import Response
 
-from toolproxy import cleaning, jsonwire, loopguard, sse
+from toolproxy import cleaning, jsonwire, loopguard, repair, request_transform, sse
 from toolproxy.chat_request import ChatRequest
 from toolproxy.config import ModelSettings, Settings
 from toolproxy.errors import ProxyError
@@ -49,32 +49,51 @@ class Exchange:
     started: float = field(default_factory=time.monotonic)
     route: str = ""
     outcome: Outcome = field(default_factory=Outcome)
+    repairs: int = 0
 
     def upstream_request(self, *, stream: bool) -> UpstreamRequest:
-        body = dict(self.request.body)
-        if self.target.upstream_model:
-            body["model"] = self.target.upstream_model
-        if stream:
-            body["stream"] = True
-        else:
-            body["stream"] = False
-            body.pop("stream_options", None)  # vLLM rejects stream_options on a non-streaming request
+        body = request_transform.upstream_body(self.request.body, self.target, stream=stream)
         return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key)
 
+    def tool_request(self) -> ToolRequest:
+        """The tools the answer may call: all, the one tool_choice names, or none."""
+        target, demand = self.target, request_transform.demand_of(self.request.body.get("tool_choice"))
+        tools = self.request.tools
+        if demand is not None and demand.name:
+            tools = {demand.name: tools[demand.name]}
+        return ToolRequest(tools, target.dialects, Policy(target.unknown_tools, target.invalid_arguments,
+                                                          target.reasoning),
+                           parallel_calls=self.request.body.get("parallel_tool_calls") is not False,
+                           allow_calls=demand is not None, id_style=target.id_style)
+
     def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
-        target = self.target
-        policy = Policy(target.unknown_tools, target.invalid_arguments, target.reasoning)
-        tool_request = ToolRequest(self.request.tools, target.dialects, policy,
-                                   parallel_calls=self.request.body.get("parallel_tool_calls") is not False)
-        answer, self.outcome = transform_completion(completion, tool_request,
-                                                    model=self.request.model if target.upstream_model else None)
+        answer, self.outcome = transform_completion(
+            completion, self.tool_request(), model=self.request.model if self.target.upstream_model else None)
+        self.outcome.repairs = self.repairs
+        return answer
+
+    def complete_tools(self) -> dict[str, Any]:
+        """The upstream's answer with its calls extracted; when a call attempt failed or a required call is
+        missing, the upstream is asked once more (per `repair_rounds`) with the exact error."""
+        upstream_request = self.upstream_request(stream=False)
+        completion = self.upstream.complete(upstream_request)
+        answer = self.transform(completion)
+        for _ in range(self.target.repair_rounds):
+            reason = repair.reason(answer, self.outcome, request_transform.demand_of(
+                self.request.body.get("tool_choice")))
+            if reason is None:
+                break
+            self.repairs += 1
+            upstream_request = repair.ask_again(upstream_request, completion, reason)
+            completion = self.upstream.complete(upstream_request)
+            answer = self.transform(completion)
         return answer
 
     def log(self, status: object) -> None:
-        logger.info("chat route=%s model=%s status=%s calls=%s dialects=%s issues=%s ms=%d", self.route,
-                    self.request.model, status, ",".join(self.outcome.calls) or "-",
-                    ",".join(sorted(set(self.outcome.dialects))) or "-", "; ".join(self.outcome.issues) or "-",
-                    (time.monotonic() - self.started) * 1000)
+        logger.info("chat route=%s mode=%s model=%s status=%s calls=%s dialects=%s repairs=%d issues=%s ms=%d",
+                    self.route, self.target.tool_mode, self.request.model, status,
+                    ",".join(self.outcome.calls) or "-", ",".join(sorted(set(self.outcome.dialects))) or "-",
+                    self.repairs, "; ".join(self.outcome.issues) or "-", (time.monotonic() - self.started) * 1000)
 
 
 def answer(exchange: Exchange) -> Response:
@@ -95,7 +114,7 @@ def _route(exchange: Exchange) -> Response:
         return _rewrap_stream(exchange)
     if request.tools:
         exchange.route = "tools"
-        answer = exchange.transform(exchange.upstream.complete(exchange.upstream_request(stream=False)))
+        answer = exchange.complete_tools()
         exchange.log(200)
         return json_response(answer)
     if request.stream:
@@ -127,8 +146,7 @@ def _rewrap_stream(exchange: Exchange) -> Response:
     the stream is committed (headers and role chunk) and heartbeats keep it alive until the answer is in."""
     exchange.route = "tools_stream"
     settings, request = exchange.settings, exchange.request
-    upstream_request = exchange.upstream_request(stream=False)
-    relay: Relay[dict[str, Any]] = Relay(lambda: iter([exchange.upstream.complete(upstream_request)]),
+    relay: Relay[dict[str, Any]] = Relay(lambda: iter([exchange.complete_tools()]),
                                          deadline_seconds=settings.request_timeout)
     header = ChunkHeader.new(request.model)
     try:
@@ -156,9 +174,8 @@ def _committed(exchange: Exchange, relay: Relay[dict[str, Any]], header: ChunkHe
     return _guarded(exchange, produce, relay.close)
 
 
-def _answer_chunks(exchange: Exchange, completion: dict[str, Any], header: ChunkHeader,
+def _answer_chunks(exchange: Exchange, answer: dict[str, Any], header: ChunkHeader,
                    role_sent: bool) -> list[bytes]:
-    answer = exchange.transform(completion)
     chunks = completion_chunks(answer, header, include_usage=exchange.request.include_usage, role_sent=role_sent)
     return [*map(sse.encode_event, chunks), sse.DONE]
 

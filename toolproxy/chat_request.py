@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolproxy import jsonwire
+from toolproxy import jsonwire, schema
 from toolproxy.dialects.base import ToolIndex
 from toolproxy.errors import InvalidRequest
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 MAX_CHOICES = 16
 
 
@@ -43,14 +45,17 @@ def parse_chat_request(data: bytes, max_depth: int) -> ChatRequest:
         raise InvalidRequest("you must provide a model parameter (a non-empty string)", param="model",
                              code="missing_required_parameter" if model is None else "invalid_type")
     _check_messages(body.get("messages"))
+    _check_tool_history(body["messages"])
     _check_options(body)
     stream_options = body.get("stream_options") or {}
+    tools = _tool_index(body.get("tools"))
+    _check_tool_choice(body.get("tool_choice"), tools)
     return ChatRequest(
         body=body,
         model=model,
         stream=bool(body.get("stream")),
         include_usage=bool(stream_options.get("include_usage")),
-        tools=_tool_index(body.get("tools")),
+        tools=tools,
         choices=body.get("n") or 1,
     )
 
@@ -74,6 +79,37 @@ def _check_messages(messages: Any) -> None:
         if calls is not None and not (isinstance(calls, list) and all(isinstance(call, dict) for call in calls)):
             raise InvalidRequest(f"{where}.tool_calls must be an array of objects", param=f"{where}.tool_calls",
                                  code="invalid_type")
+
+
+def _check_tool_history(messages: list[dict[str, Any]]) -> None:
+    """A tool result must answer a call made earlier in the conversation (OpenAI's rule; an orphan result
+    confuses every backend, and in prompt mode it could not be written back)."""
+    called: set[str] = set()
+    for index, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            called.add(str(call.get("id")))
+        if message.get("role") != "tool":
+            continue
+        call_id = message.get("tool_call_id")
+        if not called:
+            raise InvalidRequest(f"messages.[{index}]: messages with role 'tool' must be a response to a preceding "
+                                 "message with 'tool_calls'", param=f"messages.[{index}]", code="invalid_tool_call_id")
+        if call_id not in called:
+            raise InvalidRequest(f"messages.[{index}]: tool_call_id {call_id!r} does not answer any earlier tool "
+                                 "call", param=f"messages.[{index}]", code="invalid_tool_call_id")
+
+
+def _check_tool_choice(choice: Any, tools: dict[str, dict[str, Any]]) -> None:
+    if choice is None or choice in ("none", "auto", "required"):
+        return
+    function = choice.get("function") if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str):
+        raise InvalidRequest('tool_choice must be "none", "auto", "required" or {"type": "function", "function": '
+                             '{"name": ...}}', param="tool_choice", code="invalid_value")
+    if name not in tools:
+        raise InvalidRequest(f"tool_choice names {name!r}, which is not one of the request's tools",
+                             param="tool_choice", code="invalid_value")
 
 
 def _check_options(body: dict[str, Any]) -> None:
@@ -103,15 +139,23 @@ def _tool_index(tools: Any) -> dict[str, dict[str, Any]]:
             raise InvalidRequest(f"{where} must be {{\"type\": \"function\", \"function\": {{...}}}}", param=where,
                                  code="invalid_type")
         name = function.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidRequest(f"{where}.function.name must be a non-empty string",
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise InvalidRequest(f"{where}.function.name must be 1 to 64 letters, digits, _ or -; got {name!r}",
                                  param=f"{where}.function.name", code="invalid_value")
-        parameters = function.get("parameters", {})
-        if not isinstance(parameters, dict):
-            raise InvalidRequest(f"{where}.function.parameters must be a JSON Schema object",
-                                 param=f"{where}.function.parameters", code="invalid_type")
-        index[name] = parameters
+        index[name] = _parameters(function.get("parameters", {}), f"{where}.function.parameters")
     return index
+
+
+def _parameters(parameters: Any, where: str) -> dict[str, Any]:
+    """An object schema that is valid JSON Schema; never forwarded otherwise (bad schemas crash vLLM workers)."""
+    if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
+        raise InvalidRequest(f"{where} must be a JSON Schema of type object", param=where,
+                             code="invalid_tool_schema")
+    try:
+        schema.check(parameters)
+    except schema.SchemaProblem as problem:
+        raise InvalidRequest(f"{where}: {problem}", param=where, code="invalid_tool_schema") from None
+    return parameters
 
 
 def _is_int(value: Any) -> bool:

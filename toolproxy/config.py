@@ -55,6 +55,10 @@ class ModelSettings:
     unknown_tools: str = "text"
     invalid_arguments: str = "pass"
     reasoning: str = "move"
+    repair_rounds: int = 0
+    drop_params: tuple[str, ...] = ()
+    id_style: str = "openai"
+    tool_result_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,10 @@ class Settings:
     unknown_tools: str = "text"
     invalid_arguments: str = "pass"
     reasoning: str = "move"
+    repair_rounds: int = 0
+    drop_params: tuple[str, ...] = ()
+    id_style: str = "openai"
+    tool_result_limit: int | None = None
     models: tuple[ModelRule, ...] = ()
     max_body_bytes: int = 16 * MiB
     max_upstream_bytes: int = 32 * MiB
@@ -95,7 +103,7 @@ class Settings:
 
 # The settings a `models:` entry may override (besides upstream_model, which only a rule sets), and their kinds.
 _MODEL_DEFAULTS = ("upstream", "upstream_api_key", "tool_mode", "dialects", "unknown_tools", "invalid_arguments",
-                   "reasoning")
+                   "reasoning", "repair_rounds", "drop_params", "id_style", "tool_result_limit")
 
 
 # Each setting: environment variable, YAML key, kind. The kind names a parser below.
@@ -111,6 +119,10 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_UNKNOWN_TOOLS", "unknown_tools", "unknown_tools"),
     ("TOOLPROXY_INVALID_ARGUMENTS", "invalid_arguments", "invalid_arguments"),
     ("TOOLPROXY_REASONING", "reasoning", "reasoning"),
+    ("TOOLPROXY_REPAIR_ROUNDS", "repair_rounds", "rounds"),
+    ("TOOLPROXY_DROP_PARAMS", "drop_params", "names"),
+    ("TOOLPROXY_ID_STYLE", "id_style", "id_style"),
+    ("TOOLPROXY_TOOL_RESULT_LIMIT", "tool_result_limit", "count"),
     ("TOOLPROXY_MAX_BODY_BYTES", "max_body_bytes", "count"),
     ("TOOLPROXY_MAX_UPSTREAM_BYTES", "max_upstream_bytes", "count"),
     ("TOOLPROXY_CONNECT_TIMEOUT", "connect_timeout", "seconds"),
@@ -124,7 +136,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": "text", "tool_mode": "tool_mode",
                "dialect": "dialects", "dialects": "dialects", "unknown_tools": "unknown_tools",
-               "invalid_arguments": "invalid_arguments", "reasoning": "reasoning"}
+               "invalid_arguments": "invalid_arguments", "reasoning": "reasoning", "repair_rounds": "rounds",
+               "drop_params": "names", "id_style": "id_style", "tool_result_limit": "count"}
 _RULE_KEYS = ("match", *_RULE_KINDS)
 
 
@@ -235,6 +248,17 @@ def _parse_count(value: Any) -> int:
     return number
 
 
+def _parse_rounds(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(str(value).strip()) > 3:
+        raise ValueError(f"{value!r} is not a number of repair rounds from 0 to 3 (1 is recommended)")
+    return int(str(value).strip())
+
+
+def _parse_names(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
 def _parse_seconds(value: Any) -> float:
     try:
         number = float(str(value).strip())
@@ -284,6 +308,9 @@ _PARSERS = {
     "unknown_tools": _choice("text", "pass"),
     "invalid_arguments": _choice("pass", "text"),
     "reasoning": _choice("move", "keep", "drop"),
+    "rounds": _parse_rounds,
+    "names": _parse_names,
+    "id_style": _choice("openai", "mistral"),
 }
 
 

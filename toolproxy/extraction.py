@@ -18,6 +18,7 @@ from toolproxy import reasoning, schema
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.dialects.chain import ChainScanner
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
+from toolproxy.json_repair import repair_arguments
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +32,17 @@ class Policy:
 class Extraction:
     segments: list[Segment]
     issues: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)  # the issues that are failed attempts to call a tool
     reasoning: str | None = None  # for `reasoning_content`
     kept_reasoning: str = ""  # "keep": the reasoning markup that goes back in front of the content
 
     @property
     def calls(self) -> list[Call]:
         return [segment for segment in self.segments if isinstance(segment, Call)]
+
+    def fail(self, issue: str) -> None:
+        self.issues.append(issue)
+        self.failures.append(issue)
 
     def content(self) -> str | None:
         """The text around the calls, as the message's content.
@@ -67,6 +73,7 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
         if rescued.calls:
             extraction.segments.extend(rescued.calls)
             extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
+            extraction.failures.extend(rescued.failures)
             thought = "".join(segment.text for segment in rescued.segments if isinstance(segment, Text)).strip()
     _note_leftover_markup(extraction, tools)
     if policy.reasoning == "move":
@@ -91,8 +98,7 @@ def _note_leftover_markup(extraction: Extraction, tools: ToolIndex) -> None:
     found = {match.group() for text in texts for match in _MARKERS.finditer(text)}
     found |= {f"<{name}>" for name in tools for text in texts if f"<{name}>" in text}
     if found:
-        extraction.issues.append("tool-call markup left as text (malformed, truncated or refused): "
-                                 + ", ".join(sorted(found)))
+        extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
 
 
 def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
@@ -133,12 +139,11 @@ def accept(segments: list[Segment], tools: ToolIndex, policy: Policy = Policy())
         if isinstance(group, Text):
             extraction.segments.append(group)
             continue
-        judged = [_judge(call, tools, policy, extraction.issues) for call in group]
+        judged = [_judge(call, tools, policy, extraction) for call in group]
         if len(group) > 1 and any(isinstance(segment, Text) for segment in judged):
             # Calls written as one JSON list share one source: a refused member sends the list back as text
             # whole, since its own characters cannot be told apart (and text is never lost).
-            extraction.issues.append(f"{group[0].dialect}: a call in a list of {len(group)} was refused; "
-                                     "the list stays text")
+            extraction.fail(f"{group[0].dialect}: a call in a list of {len(group)} was refused; the list stays text")
             extraction.segments.append(Text(group[0].source))
         else:
             extraction.segments.extend(judged)
@@ -159,24 +164,24 @@ def _groups(segments: list[Segment]) -> list[Text | list[Call]]:
     return groups
 
 
-def _judge(call: Call, tools: ToolIndex, policy: Policy, issues: list[str]) -> Segment:
+def _judge(call: Call, tools: ToolIndex, policy: Policy, extraction: Extraction) -> Segment:
     declared = call.name in tools
     if not declared and policy.unknown_tools != "pass":
-        issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} kept as text")
+        extraction.fail(f"{call.dialect}: call to undeclared tool {call.name!r} kept as text")
         return Text(call.source)
-    arguments = _arguments_object(call.arguments)
+    arguments = _arguments_object(call, extraction)
     if arguments is None:
-        issues.append(f"{call.dialect}: arguments of {call.name!r} are not a JSON object; kept as text")
+        extraction.fail(f"{call.dialect}: arguments of {call.name!r} are not a JSON object; kept as text")
         return Text(call.source)
     if not declared:
-        issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} passed on (unknown_tools: pass)")
+        extraction.issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} passed on (unknown_tools)")
         return Call(call.name, arguments, call.source, call.dialect)
     arguments = schema.coerce(arguments, tools[call.name])
     problems = _problems(arguments, tools[call.name])
     if problems:
         verdict = "kept as text" if policy.invalid_arguments == "text" else "passed on"
-        issues.append(f"{call.dialect}: arguments of {call.name!r} fail the schema ({'; '.join(problems)}); "
-                      f"{verdict}")
+        extraction.fail(f"{call.dialect}: arguments of {call.name!r} fail the schema ({'; '.join(problems)}); "
+                        f"{verdict}")
         if policy.invalid_arguments == "text":
             return Text(call.source)
     return Call(call.name, arguments, call.source, call.dialect)
@@ -189,7 +194,10 @@ def _problems(arguments: dict[str, Any], tool_schema: Any) -> list[str]:
         return [f"the tool's schema is unusable: {problem}"]
 
 
-def _arguments_object(arguments: Any) -> dict[str, Any] | None:
+def _arguments_object(call: Call, extraction: Extraction) -> dict[str, Any] | None:
+    """The arguments as a JSON object. Text that is almost JSON (a trailing comma, a dropped final brace, single
+    quotes) is repaired when the repair is unambiguous, and the repair is recorded."""
+    arguments = call.arguments
     if arguments is None:
         return {}
     if isinstance(arguments, str):
@@ -198,5 +206,10 @@ def _arguments_object(arguments: Any) -> dict[str, Any] | None:
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
-            return None
+            repaired = repair_arguments(arguments)
+            if repaired.value is None:
+                return None
+            fixes = ", ".join(repaired.fixes)
+            extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} repaired ({fixes})")
+            return repaired.value
     return arguments if isinstance(arguments, dict) else None

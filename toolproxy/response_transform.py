@@ -4,7 +4,6 @@ ids, finish_reason, and the same answer re-wrapped as chat-completion chunks for
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import string
 import time
@@ -13,15 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproxy.cleaning import clean_completion
-from toolproxy.dialects.base import Call, ToolIndex
+from toolproxy.dialects.base import Call, Text, ToolIndex
 from toolproxy.errors import UpstreamBadResponse
-from toolproxy.extraction import Policy, extract
+from toolproxy.extraction import Extraction, Policy, accept, extract
 
 _ID_ALPHABET = string.ascii_letters + string.digits
-_CALL_ID = re.compile(r"call_[A-Za-z0-9]{24}")
 
 
-def new_call_id() -> str:
+def new_call_id(style: str = "openai") -> str:
+    if style == "mistral":
+        return "".join(secrets.choice(_ID_ALPHABET) for _ in range(9))
     return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
 
 
@@ -36,16 +36,25 @@ class Outcome:
     calls: list[str] = field(default_factory=list)
     dialects: list[str] = field(default_factory=list)
     issues: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    repairs: int = 0
+
+    def add(self, extraction: Extraction) -> None:
+        self.dialects.extend(call.dialect for call in extraction.calls)
+        self.issues.extend(extraction.issues)
+        self.failures.extend(extraction.failures)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
     """What the client asked of tool calls, and the model's settings for finding them."""
 
-    tools: ToolIndex
+    tools: ToolIndex  # the tools the answer may call (tool_choice may have narrowed them)
     dialects: Sequence[str] = ()
     policy: Policy = field(default_factory=Policy)
     parallel_calls: bool = True
+    allow_calls: bool = True
+    id_style: str = "openai"
 
 
 def transform_completion(completion: dict[str, Any], request: ToolRequest,
@@ -74,29 +83,51 @@ def check_completion(completion: dict[str, Any]) -> None:
 
 def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Outcome) -> dict[str, Any]:
     message = dict(choice["message"])
-    native = _native_calls(message.get("tool_calls"), outcome)
-    content = message.get("content")
-    thought = message.pop("reasoning_content", None)
-    extraction = None
-    if request.tools and (content or thought):
-        extraction = extract(content or "", request.tools, request.dialects, request.policy,
-                             reasoning_field=None if native else thought)
-        outcome.issues.extend(extraction.issues)
-        outcome.dialects.extend(call.dialect for call in extraction.calls)
-        content, thought = extraction.content() if content or extraction.calls else content, extraction.reasoning
-    calls = native + [_wire_call(call) for call in (extraction.calls if extraction else [])]
-    calls = _limit_calls(calls, request.parallel_calls, outcome)
-    _unique_ids(calls)
+    content, thought = message.get("content"), message.pop("reasoning_content", None)
+    native = _native_segments(message.get("tool_calls"))
+    if not request.allow_calls:  # tool_choice "none": nothing is extracted and no call is ever returned
+        text_part, native_part = Extraction([Text(content or "")]), Extraction([Text(s.source) for s in native])
+        native_part.issues += [f"native: call to {s.name!r} dropped (tool_choice is none)" for s in native]
+    else:
+        text_part = extract(content or "", request.tools, request.dialects, request.policy,
+                            reasoning_field=None if native else thought)
+        native_part = accept(list(native), request.tools, request.policy)
+    combined = Extraction([*native_part.calls, *text_part.segments, *_texts(native_part)],
+                          [*native_part.issues, *text_part.issues], [*native_part.failures, *text_part.failures],
+                          text_part.reasoning if request.allow_calls else thought, text_part.kept_reasoning)
+    outcome.add(combined)
+    calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
+    _assign_ids(calls, request.id_style)
     outcome.calls.extend(call["function"]["name"] for call in calls)
     message["role"] = "assistant"
-    message["content"] = content
-    if thought:
-        message["reasoning_content"] = thought
+    message["content"] = combined.content() if content or combined.calls or native else content
+    if combined.reasoning:
+        message["reasoning_content"] = combined.reasoning
     if calls:
         message["tool_calls"] = calls
     else:
         message.pop("tool_calls", None)
     return {**choice, "message": message, "finish_reason": _finish_reason(choice.get("finish_reason"), calls)}
+
+
+def _texts(extraction: Extraction) -> list[Text]:
+    return [segment for segment in extraction.segments if isinstance(segment, Text)]
+
+
+def _native_segments(calls: Any) -> list[Call]:
+    """Calls the upstream's own parser returned, judged like any other: the same policies and schema typing.
+    A refused one goes back as text (its JSON), never silently away."""
+    if not isinstance(calls, list):
+        return []
+    found = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            continue
+        name, arguments = str(function.get("name") or ""), function.get("arguments")
+        source = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        found.append(Call(name, arguments, source, "native"))
+    return found
 
 
 def _limit_calls(calls: list[dict[str, Any]], parallel: bool, outcome: Outcome) -> list[dict[str, Any]]:
@@ -118,35 +149,18 @@ def _finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:
 
 def _wire_call(call: Call) -> dict[str, Any]:
     arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-    return {"id": new_call_id(), "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    return {"id": "", "type": "function", "function": {"name": call.name, "arguments": arguments}}
 
 
-def _native_calls(calls: Any, outcome: Outcome) -> list[dict[str, Any]]:
-    """Calls the upstream's own parser returned, in the exact shape strict clients expect."""
-    if not isinstance(calls, list):
-        return []
-    normalized = []
-    for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            outcome.issues.append("native: a tool call without a function name was dropped")
-            continue
-        arguments = function.get("arguments")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False,
-                                   separators=(",", ":"))
-        normalized.append({"id": call.get("id"), "type": "function",
-                           "function": {"name": function["name"], "arguments": arguments}})
-        outcome.dialects.append("native")
-    return normalized
-
-
-def _unique_ids(calls: list[dict[str, Any]]) -> None:
-    """Ids match `call_` + 24 letters or digits and are unique in the answer; others are replaced."""
+def _assign_ids(calls: list[dict[str, Any]], style: str) -> None:
+    """Fresh ids, unique in the answer, in the model's style: `call_` + 24 letters or digits, or Mistral's
+    exactly 9 letters or digits (its templates break on anything else). Servers' own ids (vLLM's
+    `chatcmpl-tool-...`) are replaced too: clients only ever see one shape."""
     seen: set[str] = set()
     for call in calls:
-        if not isinstance(call["id"], str) or not _CALL_ID.fullmatch(call["id"]) or call["id"] in seen:
-            call["id"] = new_call_id()
+        call["id"] = new_call_id(style)
+        while call["id"] in seen:
+            call["id"] = new_call_id(style)
         seen.add(call["id"])
 
 
