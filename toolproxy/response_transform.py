@@ -125,7 +125,9 @@ def _native_segments(calls: Any) -> list[Call]:
         if not isinstance(function, dict):
             continue
         name, arguments = str(function.get("name") or ""), function.get("arguments")
-        source = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+        # The arguments exactly as the server sent them, so a refused call reads as the model wrote it.
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        source = f'{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": {raw}}}'
         found.append(Call(name, arguments, source, "native"))
     return found
 
