@@ -175,3 +175,15 @@ def test_short_ids_are_stable_and_mistral_shaped():
     assert short_id("call_abcdefghijklmnopqrstuvwx") == short_id("call_abcdefghijklmnopqrstuvwx")
     assert len(short_id("chatcmpl-tool-1")) == 9 and short_id("chatcmpl-tool-1").isalnum()
     assert short_id("abcDEF123") == "abcDEF123"
+
+
+def test_tool_history_is_text_even_on_a_turn_without_tools(upstream, serve, settings):
+    proxy = serve(with_settings(settings, tool_mode="prompt"))
+    upstream.completion("Done.")
+    history = [{"role": "user", "content": "x"},
+               {"role": "assistant", "tool_calls": [{"id": "a", "type": "function",
+                                                     "function": {"name": "read", "arguments": "{}"}}]},
+               {"role": "tool", "tool_call_id": "a", "content": "r"}]
+    assert proxy.post({"model": "m", "messages": history}).json()["choices"][0]["message"]["content"] == "Done."
+    sent = upstream.received[0].json()["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"] and "tool_calls" not in sent[1]

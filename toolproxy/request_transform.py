@@ -37,11 +37,16 @@ def upstream_body(body: Mapping[str, Any], target: ModelSettings, *, stream: boo
     upstream["stream"] = stream
     if not stream:
         upstream.pop("stream_options", None)  # vLLM rejects stream_options on a non-streaming request
-    if target.tool_mode == "prompt" and body.get("tools"):
+    if target.tool_mode == "prompt" and (body.get("tools") or _has_tool_history(upstream["messages"])):
+        # Tool history goes in as text even on a turn without tools: the backend has no tool template for it.
         return to_prompt_mode(upstream, prompt_dialect(target), target.tool_result_limit)
     if target.id_style == "mistral":
         upstream["messages"] = [_short_ids(message) for message in upstream["messages"]]
     return upstream
+
+
+def _has_tool_history(messages: list[dict[str, Any]]) -> bool:
+    return any(message.get("role") == "tool" or message.get("tool_calls") for message in messages)
 
 
 def prompt_dialect(target: ModelSettings) -> str:
