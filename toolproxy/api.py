@@ -6,6 +6,7 @@ import hmac
 
 from flask import Blueprint, Response, current_app, request
 
+from toolproxy import vtc, vtc_chat
 from toolproxy.chat import Exchange, answer, json_response
 from toolproxy.chat_request import parse_chat_request
 from toolproxy.errors import AuthenticationFailed
@@ -51,8 +52,10 @@ def chat_completions() -> Response:
     target = settings.for_model(chat.model)
     # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
     api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
-    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key)
-    return answer(exchange)
+    is_vtc = vtc.is_vtc(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
+                        settings.vtc_client_patterns)
+    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=is_vtc)
+    return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
 
 
 @bp.get("/v1/models")

@@ -17,8 +17,10 @@ from typing import Any
 from flask import Response
 
 from toolproxy import cleaning, jsonwire, loopguard, repair, request_transform, sse
+from toolproxy.access import AccessPolicy
 from toolproxy.chat_request import ChatRequest
 from toolproxy.config import ModelSettings, Settings
+from toolproxy.dialects.base import ToolIndex
 from toolproxy.errors import ProxyError
 from toolproxy.extraction import Policy
 from toolproxy.response_transform import (
@@ -50,21 +52,29 @@ class Exchange:
     route: str = ""
     outcome: Outcome = field(default_factory=Outcome)
     repairs: int = 0
+    vtc: bool = False  # a client that carries tool calls as XML in content (vtc.py)
+    tools: ToolIndex = field(default_factory=dict)  # the tools calls may name: the request's, or the client prompt's
+    body: dict[str, Any] = field(default_factory=dict)  # what goes upstream (before the per-model transform)
+
+    def __post_init__(self) -> None:
+        self.tools = self.tools or self.request.tools
+        self.body = self.body or self.request.body
 
     def upstream_request(self, *, stream: bool) -> UpstreamRequest:
-        body = request_transform.upstream_body(self.request.body, self.target, stream=stream)
+        body = request_transform.upstream_body(self.body, self.target, stream=stream)
         return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key)
 
     def tool_request(self) -> ToolRequest:
         """The tools the answer may call: all, the one tool_choice names, or none."""
         target, demand = self.target, request_transform.demand_of(self.request.body.get("tool_choice"))
-        tools = self.request.tools
+        tools = self.tools
         if demand is not None and demand.name:
             tools = {demand.name: tools[demand.name]}
         return ToolRequest(tools, target.dialects, Policy(target.unknown_tools, target.invalid_arguments,
                                                           target.reasoning),
                            parallel_calls=self.request.body.get("parallel_tool_calls") is not False,
-                           allow_calls=demand is not None, id_style=target.id_style)
+                           allow_calls=demand is not None, id_style=target.id_style,
+                           access=AccessPolicy(target.allow_tools, target.deny_tools, target.deny_arguments))
 
     def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
         answer, self.outcome = transform_completion(
@@ -105,11 +115,10 @@ def answer(exchange: Exchange) -> Response:
 
 
 def _route(exchange: Exchange) -> Response:
-    request, settings = exchange.request, exchange.settings
-    reason = loopguard.check(request.messages, repeats=settings.loop_repeats,
-                             max_tool_messages=settings.loop_max_tool_messages)
+    request = exchange.request
+    reason = loop_guard_reason(exchange, request.messages)
     if reason is not None:
-        return _loop_guard(exchange, reason)
+        return loop_guard_answer(exchange, reason)
     if request.tools and request.stream:
         return _rewrap_stream(exchange)
     if request.tools:
@@ -128,7 +137,12 @@ def _route(exchange: Exchange) -> Response:
     return json_response(completion)
 
 
-def _loop_guard(exchange: Exchange, reason: str) -> Response:
+def loop_guard_reason(exchange: Exchange, messages: list[dict[str, Any]]) -> str | None:
+    settings = exchange.settings
+    return loopguard.check(messages, repeats=settings.loop_repeats, max_tool_messages=settings.loop_max_tool_messages)
+
+
+def loop_guard_answer(exchange: Exchange, reason: str) -> Response:
     exchange.route = "loop_guard"
     exchange.outcome.issues.append(reason)
     logger.warning("loop guard fired for model %s: %s", exchange.request.model, reason)
@@ -171,7 +185,7 @@ def _committed(exchange: Exchange, relay: Relay[dict[str, Any]], header: ChunkHe
         assert isinstance(item, dict)
         yield from _answer_chunks(exchange, item, header, role_sent=True)
 
-    return _guarded(exchange, produce, relay.close)
+    return guarded(exchange, produce, relay.close)
 
 
 def _answer_chunks(exchange: Exchange, answer: dict[str, Any], header: ChunkHeader,
@@ -205,10 +219,10 @@ def _passthrough_stream(exchange: Exchange) -> Response:
         relay.close()
         stream.close()
 
-    return sse_response(_guarded(exchange, produce, close))
+    return sse_response(guarded(exchange, produce, close))
 
 
-def _guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
+def guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
              close: Callable[[], None]) -> Iterator[bytes]:
     """The outer edge of every committed stream: an error becomes an SSE error event and `[DONE]`, never a
     silent end; a client that goes away (GeneratorExit) closes the upstream."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -59,6 +60,10 @@ class ModelSettings:
     drop_params: tuple[str, ...] = ()
     id_style: str = "openai"
     tool_result_limit: int | None = None
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
+    deny_arguments: tuple[str, ...] = ()
+    vtc_native_bridge: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +83,13 @@ class Settings:
     drop_params: tuple[str, ...] = ()
     id_style: str = "openai"
     tool_result_limit: int | None = None
+    allow_tools: tuple[str, ...] = ()
+    deny_tools: tuple[str, ...] = ()
+    deny_arguments: tuple[str, ...] = ()
+    vtc_native_bridge: bool = False
+    vtc_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
+    vtc_newlines: int = 2
+    max_buffer_bytes: int = 64 * 1024
     models: tuple[ModelRule, ...] = ()
     max_body_bytes: int = 16 * MiB
     max_upstream_bytes: int = 32 * MiB
@@ -103,7 +115,8 @@ class Settings:
 
 # The settings a `models:` entry may override (besides upstream_model, which only a rule sets), and their kinds.
 _MODEL_DEFAULTS = ("upstream", "upstream_api_key", "tool_mode", "dialects", "unknown_tools", "invalid_arguments",
-                   "reasoning", "repair_rounds", "drop_params", "id_style", "tool_result_limit")
+                   "reasoning", "repair_rounds", "drop_params", "id_style", "tool_result_limit", "allow_tools",
+                   "deny_tools", "deny_arguments", "vtc_native_bridge")
 
 
 # Each setting: environment variable, YAML key, kind. The kind names a parser below.
@@ -123,6 +136,13 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_DROP_PARAMS", "drop_params", "names"),
     ("TOOLPROXY_ID_STYLE", "id_style", "id_style"),
     ("TOOLPROXY_TOOL_RESULT_LIMIT", "tool_result_limit", "count"),
+    ("TOOLPROXY_ALLOW_TOOLS", "allow_tools", "names"),
+    ("TOOLPROXY_DENY_TOOLS", "deny_tools", "names"),
+    ("TOOLPROXY_DENY_ARGUMENTS", "deny_arguments", "patterns"),
+    ("TOOLPROXY_VTC_NATIVE_BRIDGE", "vtc_native_bridge", "flag"),
+    ("TOOLPROXY_VTC_CLIENT_PATTERNS", "vtc_client_patterns", "patterns_or_none"),
+    ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "rounds"),
+    ("TOOLPROXY_MAX_BUFFER_BYTES", "max_buffer_bytes", "count"),
     ("TOOLPROXY_MAX_BODY_BYTES", "max_body_bytes", "count"),
     ("TOOLPROXY_MAX_UPSTREAM_BYTES", "max_upstream_bytes", "count"),
     ("TOOLPROXY_CONNECT_TIMEOUT", "connect_timeout", "seconds"),
@@ -137,7 +157,9 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
 _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": "text", "tool_mode": "tool_mode",
                "dialect": "dialects", "dialects": "dialects", "unknown_tools": "unknown_tools",
                "invalid_arguments": "invalid_arguments", "reasoning": "reasoning", "repair_rounds": "rounds",
-               "drop_params": "names", "id_style": "id_style", "tool_result_limit": "count"}
+               "drop_params": "names", "id_style": "id_style", "tool_result_limit": "count",
+               "allow_tools": "names", "deny_tools": "names", "deny_arguments": "patterns",
+               "vtc_native_bridge": "flag"}
 _RULE_KEYS = ("match", *_RULE_KINDS)
 
 
@@ -259,6 +281,25 @@ def _parse_names(value: Any) -> tuple[str, ...]:
     return tuple(str(item).strip() for item in items if str(item).strip())
 
 
+def _parse_patterns(value: Any) -> tuple[str, ...]:
+    """Regular expressions, one per list item (in the environment: separated by newlines)."""
+    items = value if isinstance(value, list) else str(value).split("\n")
+    patterns = tuple(str(item) for item in items if str(item).strip())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"{pattern!r} is not a valid regular expression: {error}") from None
+    return patterns
+
+
+def _parse_patterns_or_none(value: Any) -> tuple[str, ...]:
+    """An empty list is allowed: it switches detection off."""
+    if value == [] or str(value).strip() in ("", "none", "[]"):
+        return ()
+    return tuple(item.lower() for item in _parse_names(value))
+
+
 def _parse_seconds(value: Any) -> float:
     try:
         number = float(str(value).strip())
@@ -311,6 +352,8 @@ _PARSERS = {
     "rounds": _parse_rounds,
     "names": _parse_names,
     "id_style": _choice("openai", "mistral"),
+    "patterns": _parse_patterns,
+    "patterns_or_none": _parse_patterns_or_none,
 }
 
 

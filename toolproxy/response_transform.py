@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolproxy.access import AccessPolicy
 from toolproxy.cleaning import clean_completion
-from toolproxy.dialects.base import Call, Text, ToolIndex
+from toolproxy.dialects.base import Call, Segment, Text, ToolIndex
 from toolproxy.errors import UpstreamBadResponse
 from toolproxy.extraction import Extraction, Policy, accept, extract
 
@@ -55,6 +56,7 @@ class ToolRequest:
     parallel_calls: bool = True
     allow_calls: bool = True
     id_style: str = "openai"
+    access: AccessPolicy = field(default_factory=AccessPolicy)
 
 
 def transform_completion(completion: dict[str, Any], request: ToolRequest,
@@ -95,6 +97,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
     combined = Extraction([*native_part.calls, *text_part.segments, *_texts(native_part)],
                           [*native_part.issues, *text_part.issues], [*native_part.failures, *text_part.failures],
                           text_part.reasoning if request.allow_calls else thought, text_part.kept_reasoning)
+    combined.segments = police(combined, request.access)
     outcome.add(combined)
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
     _assign_ids(calls, request.id_style)
@@ -108,6 +111,18 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
     else:
         message.pop("tool_calls", None)
     return {**choice, "message": message, "finish_reason": _finish_reason(choice.get("finish_reason"), calls)}
+
+
+def police(extraction: Extraction, access: AccessPolicy) -> list[Segment]:
+    """Calls the access policy refuses are replaced by the sentence saying which rule refused them."""
+    policed: list[Segment] = []
+    for segment in extraction.segments:
+        refusal = access.refusal(segment.name, segment.arguments) if isinstance(segment, Call) else None
+        if refusal is not None:
+            extraction.issues.append(f"access policy: {refusal}")
+            segment = Text(f"\n\n{refusal}\n\n")
+        policed.append(segment)
+    return policed
 
 
 def _texts(extraction: Extraction) -> list[Text]:

@@ -1,0 +1,124 @@
+"""Virtual tool calling (seed 000): clients such as Cline, Roo Code and Kilo Code send no `tools`; their system
+prompt teaches XML tool uses inside `content`, and they expect XML back. Their calls are found like any other
+(so validation, the loop guard and the access policy hold for them too), then written back as XML in the form
+the client uses, with `tool_calls` removed so nothing is delivered twice."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from toolproxy.client_prompt import parse_client_tools
+from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex
+from toolproxy.dialects.registry import DIALECTS
+
+HEADER = "X-Toolproxy-VTC"
+
+
+def is_vtc(user_agent: str, header: str | None, patterns: Sequence[str]) -> bool:
+    """The explicit header wins; otherwise a case-insensitive match of the User-Agent (empty patterns: off)."""
+    if header is not None and header.strip().lower() in ("on", "off"):
+        return header.strip().lower() == "on"
+    agent = user_agent.lower()
+    return any(pattern in agent for pattern in patterns)
+
+
+def system_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
+    return "\n\n".join(_text(message.get("content")) for message in messages
+                       if message.get("role") in ("system", "developer"))
+
+
+def client_tools(messages: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The tools the client's system prompt describes, as name -> parameters schema."""
+    parsed = parse_client_tools(system_prompt(messages))
+    return {tool["function"]["name"]: tool["function"].get("parameters") or {} for tool in parsed.tools}
+
+
+def xml_form(messages: Sequence[Mapping[str, Any]]) -> str:
+    """"invoke" when the client teaches or uses `<function_calls>`/`<invoke>`, else its own tag-per-tool form."""
+    text = "".join(_text(message.get("content")) for message in messages
+                   if message.get("role") in ("system", "developer", "assistant"))
+    return "invoke" if "<function_calls>" in text or "<invoke " in text else "tags"
+
+
+def render_call(name: str, arguments: Mapping[str, Any], form: str) -> str:
+    dialect = DIALECTS["invoke_xml"] if form == "invoke" else DIALECTS["roo_xml"]
+    return dialect.render_call(name, arguments)  # type: ignore[attr-defined, no-any-return]
+
+
+def structured_history(messages: list[dict[str, Any]], tools: ToolIndex,
+                       dialects: Sequence[str]) -> list[dict[str, Any]]:
+    """The conversation with the XML tool uses in assistant turns as `tool_calls`, and the user turn that
+    answers them as a tool result (VTC clients send results as the next user message), for the loop guard."""
+    from toolproxy.extraction import extract
+
+    structured: list[dict[str, Any]] = []
+    for message in messages:
+        if structured and structured[-1].get("tool_calls") and message.get("role") == "user":
+            message = {**message, "role": "tool"}
+        elif message.get("role") == "assistant" and isinstance(message.get("content"), str):
+            calls = extract(message["content"], tools, dialects).calls
+            if calls:
+                message = {**message, "tool_calls": [
+                    {"type": "function", "function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+                    for call in calls]}
+        structured.append(message)
+    return structured
+
+
+class XmlWriter:
+    """Text and calls as the client's content: calls as XML with `newlines` line breaks before them (counting
+    the ones the text already ends with, since streamed text cannot be taken back)."""
+
+    def __init__(self, form: str, newlines: int) -> None:
+        self._form = form
+        self._newlines = newlines
+        self._trailing = newlines  # at the very start no break is needed
+
+    def write(self, segments: Iterable[Segment]) -> str:
+        pieces = []
+        for segment in segments:
+            if isinstance(segment, Call):
+                xml = render_call(segment.name, segment.arguments, self._form)
+                piece = "\n" * max(0, self._newlines - self._trailing) + xml
+            else:
+                piece = segment.text
+            if piece:
+                pieces.append(piece)
+                stripped = piece.rstrip("\n")
+                self._trailing = len(piece) - len(stripped) if stripped else self._trailing + len(piece)
+        return "".join(pieces)
+
+
+class BoundedScanner:
+    """A scanner that never holds more than `limit` bytes: past it, what it holds is released as text (a call
+    that long is not coming, and the client must not wait for it)."""
+
+    def __init__(self, make: Any, limit: int) -> None:
+        self._make = make
+        self._scanner: Scanner = make()
+        self._limit = limit
+        self._held = 0
+
+    def feed(self, text: str) -> list[Segment]:
+        segments = self._scanner.feed(text)
+        released = sum(len(_source(segment).encode()) for segment in segments)
+        self._held += len(text.encode()) - released
+        if self._held > self._limit:
+            segments += self._scanner.finish()
+            self._scanner, self._held = self._make(), 0
+        return segments
+
+    def finish(self) -> list[Segment]:
+        return self._scanner.finish()
+
+
+def _source(segment: Segment) -> str:
+    return segment.text if isinstance(segment, Text) else segment.source
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return "" if content is None else str(content)
