@@ -120,9 +120,17 @@ class FakeUpstream:
         self.proxy_closed.clear()
 
     def completion(self, content: str | None, **message: Any) -> None:
-        """Answer every request with one chat.completion holding this content (and any message fields)."""
+        """Answer every request with one chat.completion holding this content (and any message fields), or
+        with the same answer as a stream of chunks when the request asks to stream."""
         payload = completion(content, **message)
-        self.script = lambda request, wire: wire.send_json(payload)
+
+        def answer(request: Received, wire: Wire) -> None:
+            if request.json().get("stream"):
+                wire.send_events(as_chunks(payload))
+            else:
+                wire.send_json(payload)
+
+        self.script = answer
 
     def _accept_loop(self) -> None:
         assert self._server is not None
@@ -167,6 +175,23 @@ def completion(content: str | None, finish_reason: str = "stop", **message: Any)
         }],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "prompt_tokens_details": None},
     }
+
+
+def as_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """A completion as a vLLM-style stream: content in two pieces, tool calls as deltas, then the finish."""
+    choice = payload["choices"][0]
+    message, head = choice["message"], {key: payload[key] for key in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    content = message.get("content") or ""
+    chunks = [chunk({"role": "assistant", "content": content[: len(content) // 2]}),
+              chunk({"content": content[len(content) // 2 :]})]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        chunks.append(chunk({"tool_calls": [{"index": index, **call}]}))
+    return [*chunks, chunk({}, choice["finish_reason"])]
 
 
 def _read_request(sock: socket.socket) -> Received | None:

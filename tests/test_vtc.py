@@ -237,3 +237,20 @@ def test_native_bridge_falls_back_when_the_prompt_is_not_understood(upstream, se
                          headers=CLINE_UA).json()["choices"][0]["message"]["content"]
     assert content == HERMES_CALL  # no tools known: plain VTC, the text untouched
     assert "tools" not in upstream.received[0].json()
+
+
+INVOKE_CALL = ('<function_calls>\n<invoke name="read_file">\n<parameter name="path">src/app.ts</parameter>\n'
+               "</invoke>\n</function_calls>")
+
+
+@pytest.mark.parametrize("written", [TAG_CALL, INVOKE_CALL, HERMES_CALL.split("\n", 1)[1],
+                                     '<invoke name="default_api:read_file">\n<parameter name="path">src/app.ts'
+                                     "</parameter>\n</invoke>"])
+@pytest.mark.parametrize(("prompt", "expected"), [(CLINE_PROMPT, TAG_CALL), (INVOKE_PROMPT, INVOKE_CALL)])
+def test_every_xml_form_in_both_directions(upstream, proxy, written, prompt, expected):
+    upstream.completion(written)
+    for stream in (False, True):
+        response = proxy.post(body(prompt, stream=stream), headers=CLINE_UA)
+        content = accumulate(read_stream(response))["content"] if stream else \
+            response.json()["choices"][0]["message"]["content"]
+        assert content == expected

@@ -9,9 +9,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolproxy.client_prompt import parse_client_tools
+from toolproxy.client_prompt import ClientTools, native_to_xml, parse_client_tools
 from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex
-from toolproxy.dialects.registry import DIALECTS
 
 HEADER = "X-Toolproxy-VTC"
 
@@ -29,10 +28,9 @@ def system_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
                        if message.get("role") in ("system", "developer"))
 
 
-def client_tools(messages: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The tools the client's system prompt describes, as name -> parameters schema."""
-    parsed = parse_client_tools(system_prompt(messages))
-    return {tool["function"]["name"]: tool["function"].get("parameters") or {} for tool in parsed.tools}
+def client_tools(messages: Sequence[Mapping[str, Any]]) -> ClientTools:
+    """The tools the client's system prompt describes."""
+    return parse_client_tools(system_prompt(messages))
 
 
 def xml_form(messages: Sequence[Mapping[str, Any]]) -> str:
@@ -42,9 +40,6 @@ def xml_form(messages: Sequence[Mapping[str, Any]]) -> str:
     return "invoke" if "<function_calls>" in text or "<invoke " in text else "tags"
 
 
-def render_call(name: str, arguments: Mapping[str, Any], form: str) -> str:
-    dialect = DIALECTS["invoke_xml"] if form == "invoke" else DIALECTS["roo_xml"]
-    return dialect.render_call(name, arguments)  # type: ignore[attr-defined, no-any-return]
 
 
 def structured_history(messages: list[dict[str, Any]], tools: ToolIndex,
@@ -71,8 +66,10 @@ class XmlWriter:
     """Text and calls as the client's content: calls as XML with `newlines` line breaks before them (counting
     the ones the text already ends with, since streamed text cannot be taken back)."""
 
-    def __init__(self, form: str, newlines: int) -> None:
-        self._form = form
+    def __init__(self, form: str, newlines: int, client: ClientTools) -> None:
+        # The client's own prompt decides the shapes (Roo reads a list as repeated elements, for example).
+        self._style = "invoke" if form == "invoke" else client.style
+        self._client = client
         self._newlines = newlines
         self._trailing = newlines  # at the very start no break is needed
 
@@ -80,7 +77,7 @@ class XmlWriter:
         pieces = []
         for segment in segments:
             if isinstance(segment, Call):
-                xml = render_call(segment.name, segment.arguments, self._form)
+                xml = native_to_xml([(segment.name, segment.arguments)], self._style, self._client)
                 piece = "\n" * max(0, self._newlines - self._trailing) + xml
             else:
                 piece = segment.text

@@ -17,7 +17,7 @@ from flask import Response
 
 from toolproxy import cleaning, sse, vtc
 from toolproxy.chat import Exchange, guarded, json_response, loop_guard_answer, loop_guard_reason, sse_response
-from toolproxy.client_prompt import history_to_native, parse_client_tools
+from toolproxy.client_prompt import ClientTools, history_to_native
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.extraction import accept, scanner
 from toolproxy.response_transform import ChunkHeader, completion_chunks, police
@@ -29,21 +29,22 @@ logger = logging.getLogger(__name__)
 def answer(exchange: Exchange) -> Response:
     """The VTC counterpart of chat.answer."""
     messages = exchange.request.messages
-    exchange.tools = {**vtc.client_tools(messages), **exchange.request.tools}
+    client = vtc.client_tools(messages)
+    exchange.tools = {**client.index(), **exchange.request.tools}
     reason = loop_guard_reason(exchange, vtc.structured_history(messages, exchange.tools, exchange.target.dialects))
     if reason is not None:
         return loop_guard_answer(exchange, reason)
-    if exchange.target.vtc_native_bridge and _bridge(exchange):
-        return _complete(exchange)
+    writer = vtc.XmlWriter(vtc.xml_form(messages), exchange.settings.vtc_newlines, client)
+    if exchange.target.vtc_native_bridge and _bridge(exchange, client):
+        return _complete(exchange, writer)
     if exchange.request.stream:
-        return _stream(exchange)
-    return _complete(exchange)
+        return _stream(exchange, writer)
+    return _complete(exchange, writer)
 
 
-def _bridge(exchange: Exchange) -> bool:
+def _bridge(exchange: Exchange, parsed: ClientTools) -> bool:
     """Native tools and history from the client's prompt; False (plain VTC, with the reason recorded) when the
     prompt cannot be understood."""
-    parsed = parse_client_tools(vtc.system_prompt(exchange.request.messages))
     if not parsed.tools:
         exchange.outcome.issues.append(f"vtc bridge: falling back to plain VTC: {parsed.problem}")
         return False
@@ -53,11 +54,10 @@ def _bridge(exchange: Exchange) -> bool:
     return True
 
 
-def _complete(exchange: Exchange) -> Response:
+def _complete(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
     """A whole answer (the bridge always asks for one): calls as XML in content, as JSON or as a stream."""
     exchange.route = exchange.route or "vtc"
-    answer = to_client(exchange.complete_tools(), vtc.xml_form(exchange.request.messages),
-                       exchange.settings.vtc_newlines)
+    answer = to_client(exchange.complete_tools(), writer)
     exchange.log(200)
     if not exchange.request.stream:
         return json_response(answer)
@@ -66,7 +66,7 @@ def _complete(exchange: Exchange) -> Response:
     return sse_response(iter([*map(sse.encode_event, chunks), sse.DONE]))
 
 
-def to_client(answer: dict[str, Any], form: str, newlines: int) -> dict[str, Any]:
+def to_client(answer: dict[str, Any], writer: vtc.XmlWriter) -> dict[str, Any]:
     """Each choice's calls written into its content as XML; `tool_calls` removed, finish_reason `stop`."""
     for choice in answer["choices"]:
         message = choice["message"]
@@ -74,16 +74,16 @@ def to_client(answer: dict[str, Any], form: str, newlines: int) -> dict[str, Any
         if calls:
             segments: list[Segment] = [Text(message.get("content") or "")]
             segments += [Call(c["function"]["name"], _arguments(c), "", "native") for c in calls]
-            message["content"] = vtc.XmlWriter(form, newlines).write(segments)
+            message["content"] = writer.write(segments)
             choice["finish_reason"] = "stop"
     return answer
 
 
-def _stream(exchange: Exchange) -> Response:
+def _stream(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
     exchange.route = "vtc_stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
     relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
-    converter = StreamConverter(exchange)
+    converter = StreamConverter(exchange, writer)
 
     def produce() -> Iterator[bytes]:
         while True:
@@ -107,13 +107,13 @@ class StreamConverter:
     """Upstream chunks in, client chunks out: content scanned as it arrives, calls (from the text or from native
     tool-call deltas) judged and written as XML, finish_reason `stop`."""
 
-    def __init__(self, exchange: Exchange) -> None:
+    def __init__(self, exchange: Exchange, writer: vtc.XmlWriter) -> None:
         self._exchange = exchange
         self._request = exchange.tool_request()
         settings = exchange.settings
         self._scanner = vtc.BoundedScanner(lambda: scanner(self._request.tools, self._request.dialects),
                                            settings.max_buffer_bytes)
-        self._writer = vtc.XmlWriter(vtc.xml_form(exchange.request.messages), settings.vtc_newlines)
+        self._writer = writer
         self._native: dict[int, dict[str, str]] = {}
 
     def convert(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
