@@ -1,0 +1,146 @@
+"""The values settings may take: one parser per kind, each raising ValueError with a message that says what to
+write instead. Standard library only (gunicorn's master loads this before the workers monkey-patch)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from toolproxy.dialects.registry import DIALECT_NAMES
+
+TOOL_MODES = ("native", "prompt")
+
+
+def _parse_url(value: Any) -> str:
+    text = str(value).strip().rstrip("/")
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not an http(s) URL; expected something like http://127.0.0.1:8000/v1")
+    return text
+
+
+def _parse_keys(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    keys = tuple(str(item).strip() for item in items if str(item).strip())
+    if not keys:
+        raise ValueError("no key given; leave it unset for an open proxy")
+    return keys
+
+
+def _parse_flag(value: Any) -> bool:
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"{value!r} is not a yes/no value; use 1 or 0")
+
+
+def _parse_bind(value: Any) -> str:
+    text = str(value).strip()
+    if text.startswith("unix:"):
+        return text
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT (e.g. 127.0.0.1:8003)")
+    return text
+
+
+def _parse_count(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a whole number")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise ValueError(f"{number} must be at least 1")
+    return number
+
+
+def _parse_rounds(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(str(value).strip()) > 3:
+        raise ValueError(f"{value!r} is not a number of repair rounds from 0 to 3 (1 is recommended)")
+    return int(str(value).strip())
+
+
+def _parse_names(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+def _parse_patterns(value: Any) -> tuple[str, ...]:
+    """Regular expressions, one per list item (in the environment: separated by newlines)."""
+    items = value if isinstance(value, list) else str(value).split("\n")
+    patterns = tuple(str(item) for item in items if str(item).strip())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"{pattern!r} is not a valid regular expression: {error}") from None
+    return patterns
+
+
+def _parse_patterns_or_none(value: Any) -> tuple[str, ...]:
+    """An empty list is allowed: it switches detection off."""
+    if value == [] or str(value).strip() in ("", "none", "[]"):
+        return ()
+    return tuple(item.lower() for item in _parse_names(value))
+
+
+def _parse_seconds(value: Any) -> float:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not number > 0:
+        raise ValueError(f"{number} must be more than 0 seconds")
+    return number
+
+
+def _parse_tool_mode(value: Any) -> str:
+    text = str(value).strip()
+    if text not in TOOL_MODES:
+        raise ValueError(f"{text!r} is not a tool mode; choose one of {', '.join(TOOL_MODES)}")
+    return text
+
+
+def _choice(*allowed: str) -> Any:
+    def parse(value: Any) -> str:
+        text = str(value).strip()
+        if text not in allowed:
+            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}")
+        return text
+
+    return parse
+
+
+def _parse_dialects(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else str(value).split(",")
+    names = tuple(str(item).strip() for item in items if str(item).strip())
+    unknown = [name for name in names if name not in DIALECT_NAMES]
+    if unknown:
+        raise ValueError(f"unknown dialect {', '.join(map(repr, unknown))}; known: {', '.join(DIALECT_NAMES)}")
+    return names
+
+
+PARSERS = {
+    "url": _parse_url,
+    "text": lambda value: str(value),
+    "keys": _parse_keys,
+    "flag": _parse_flag,
+    "bind": _parse_bind,
+    "count": _parse_count,
+    "seconds": _parse_seconds,
+    "tool_mode": _parse_tool_mode,
+    "dialects": _parse_dialects,
+    "unknown_tools": _choice("text", "pass"),
+    "invalid_arguments": _choice("pass", "text"),
+    "reasoning": _choice("move", "keep", "drop"),
+    "rounds": _parse_rounds,
+    "names": _parse_names,
+    "id_style": _choice("openai", "mistral"),
+    "patterns": _parse_patterns,
+    "patterns_or_none": _parse_patterns_or_none,
+}
