@@ -9,7 +9,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolproxy.client_prompt import ClientTools, native_to_xml, parse_client_tools
+from toolproxy.client_history import native_to_xml
+from toolproxy.client_prompt import ClientTools, parse_client_tools
 from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex
 
 HEADER = "X-Toolproxy-VTC"

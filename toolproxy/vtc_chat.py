@@ -17,7 +17,8 @@ from flask import Response
 
 from toolproxy import cleaning, sse, vtc
 from toolproxy.chat import Exchange, guarded, json_response, loop_guard_answer, loop_guard_reason, sse_response
-from toolproxy.client_prompt import ClientTools, history_to_native
+from toolproxy.client_history import history_to_native
+from toolproxy.client_prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.extraction import accept, scanner
 from toolproxy.response_transform import ChunkHeader, completion_chunks, police
