@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test bench bench-parse clean
+.PHONY: run test browser bench bench-parse clean
 
 run: $(VENV)/.runtime
 	$(BIN)/gunicorn -c gunicorn.conf.py app:app
 
-test: $(VENV)/.test
+test: $(VENV)/.test browser
 	$(BIN)/ruff check toolproxy tests app.py gunicorn.conf.py bench
 	$(BIN)/mypy --strict toolproxy
 	$(BIN)/pytest
@@ -29,6 +29,10 @@ $(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
 $(VENV)/.test: requirements.txt requirements-test.txt | $(VENV)/bin/python
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
 	touch $(VENV)/.runtime $@
+
+# The dashboard's tests drive Debian's Chromium (no browser download: this network allows none).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

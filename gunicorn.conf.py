@@ -4,6 +4,8 @@
 `ssl` and `requests` out until each worker has monkey-patched. `gunicorn -b HOST:PORT` still overrides `bind`.
 """
 
+import os
+import shutil
 import sys
 
 from toolproxy.config import ConfigError, exposure_problem, load_settings
@@ -30,6 +32,12 @@ loglevel = "info"
 control_socket_disable = True
 
 
+# Metrics from every worker, summed: prometheus-client's multiprocess mode keeps one file per worker here. Set
+# before any worker starts, wiped at each start so counts from an earlier run do not linger.
+_metrics_dir = os.path.join(_settings.data_dir, "metrics")
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = _metrics_dir
+
+
 def on_starting(server):
     """Refuse to expose an open proxy. Checked on the real addresses, after any `-b` from the command line."""
     hosts = [address[0] if isinstance(address, tuple) else "unix" for address in server.cfg.address]
@@ -38,3 +46,11 @@ def on_starting(server):
         sys.exit(f"toolproxy: {problem}")
     if _settings.allow_open and not _settings.api_keys:
         server.log.warning("toolproxy: TOOLPROXY_ALLOW_OPEN=1: serving without API keys")
+    shutil.rmtree(_metrics_dir, ignore_errors=True)
+    os.makedirs(_metrics_dir, exist_ok=True)
+
+
+def child_exit(server, worker):
+    from toolproxy.metrics import mark_process_dead  # imported late: keep the master free of the app's imports
+
+    mark_process_dead(worker.pid)

@@ -41,8 +41,8 @@ def upstream(_upstream_server: FakeUpstream) -> FakeUpstream:
 
 
 @pytest.fixture
-def settings(upstream: FakeUpstream) -> Settings:
-    return Settings(upstream=upstream.url, read_timeout=10, request_timeout=20)
+def settings(upstream: FakeUpstream, tmp_path: Path) -> Settings:
+    return Settings(upstream=upstream.url, read_timeout=10, request_timeout=20, data_dir=str(tmp_path / "data"))
 
 
 class ProxyServer:
@@ -84,8 +84,9 @@ class Gunicorn:
     def __init__(self, env: dict[str, str], args: list[str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self._data = tempfile.TemporaryDirectory()
         full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLPROXY_")},
-                    "TOOLPROXY_BIND": f"127.0.0.1:{self.port}", **env}
+                    "TOOLPROXY_BIND": f"127.0.0.1:{self.port}", "TOOLPROXY_DATA_DIR": self._data.name, **env}
         # A file, not a pipe: a busy server's access log would fill a pipe nobody reads and block it.
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close(), outlives this method)
         self.process = subprocess.Popen(
@@ -120,6 +121,7 @@ class Gunicorn:
     def close(self) -> None:
         self.stop()
         self._log.close()
+        self._data.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ class Received:
     body: bytes
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        return json.loads(self.body) if self.body else {}
 
 
 class Wire:

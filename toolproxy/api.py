@@ -6,10 +6,10 @@ import hmac
 
 from flask import Blueprint, Response, current_app, request
 
-from toolproxy import vtc, vtc_chat
+from toolproxy import recording, vtc, vtc_chat
 from toolproxy.chat import Exchange, answer, json_response
 from toolproxy.chat_request import parse_chat_request
-from toolproxy.errors import AuthenticationFailed
+from toolproxy.errors import AuthenticationFailed, ProxyError
 from toolproxy.proxy import Proxy
 
 bp = Blueprint("api", __name__)
@@ -48,14 +48,27 @@ def client_token() -> str | None:
 def chat_completions() -> Response:
     proxy = current_proxy()
     settings = proxy.settings
-    chat = parse_chat_request(request.get_data(cache=False), settings.max_json_depth)
+    data = request.get_data(cache=False)
+    record = recording.new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data))
+    try:
+        chat = parse_chat_request(data, settings.max_json_depth)
+    except ProxyError as error:
+        record.route, record.status, record.error = "rejected", error.status, error.message
+        proxy.record(record)
+        raise
     target = settings.for_model(chat.model)
     # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
     api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
     is_vtc = vtc.is_vtc(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
                         settings.vtc_client_patterns)
-    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=is_vtc)
-    return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
+    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=is_vtc, record=record,
+                        sink=proxy.record)
+    try:
+        with proxy.metrics.in_flight():
+            return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
+    except ProxyError as error:
+        exchange.log(error.status, error.message)
+        raise
 
 
 @bp.get("/v1/models")

@@ -9,7 +9,7 @@ from pathlib import Path
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from toolproxy import api, pages
+from toolproxy import api, dashboard, pages
 from toolproxy.chat import json_response
 from toolproxy.config import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
@@ -17,18 +17,22 @@ from toolproxy.proxy import Proxy
 
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+STATIC = Path(__file__).resolve().parent.parent / "static"
 DEMO_BANNER = ("DEMO MODEL IN USE: no upstream is configured, so toolproxy answers with its built-in scripted "
                "model. Set TOOLPROXY_UPSTREAM=http://HOST:PORT/v1 to proxy a real server.")
 
 
 def build_app(settings: Settings | None = None) -> Flask:
     settings = settings or load_settings()
-    app = Flask("toolproxy", template_folder=str(TEMPLATES), static_folder=None)
+    app = Flask("toolproxy", template_folder=str(TEMPLATES), static_folder=str(STATIC))
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["toolproxy"] = Proxy.from_settings(settings)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(dashboard.bp)
+    app.register_blueprint(dashboard.metrics_bp)
     _register_error_handlers(app, settings)
+    app.after_request(_nosniff)
     if settings.is_demo:
         logger.warning(DEMO_BANNER)
     return app
@@ -47,6 +51,11 @@ def _register_error_handlers(app: Flask, settings: Settings) -> None:
     def unexpected(error: Exception) -> Response:
         logger.exception("unexpected failure on %s %s", request.method, request.path)
         return error_response(ProxyError("the proxy failed unexpectedly; its log has the details"))
+
+
+def _nosniff(response: Response) -> Response:
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    return response
 
 
 def error_response(error: ProxyError) -> Response:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +17,7 @@ from typing import Any
 
 from flask import Response
 
-from toolproxy import cleaning, jsonwire, loopguard, repair, request_transform, sse
+from toolproxy import cleaning, jsonwire, loopguard, recording, repair, request_transform, sse
 from toolproxy.access import AccessPolicy
 from toolproxy.chat_request import ChatRequest
 from toolproxy.config import ModelSettings, Settings
@@ -33,6 +34,7 @@ from toolproxy.response_transform import (
     transform_completion,
 )
 from toolproxy.streaming import HEARTBEAT, Relay
+from toolproxy.translog import TransformRecord
 from toolproxy.upstream import Upstream, UpstreamRequest
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,12 @@ class Exchange:
     vtc: bool = False  # a client that carries tool calls as XML in content (vtc.py)
     tools: ToolIndex = field(default_factory=dict)  # the tools calls may name: the request's, or the client prompt's
     body: dict[str, Any] = field(default_factory=dict)  # what goes upstream (before the per-model transform)
+    record: TransformRecord | None = None  # what the transform log will show
+    sink: Callable[[TransformRecord], None] | None = None  # where the record goes when the request is over
+    raw_texts: list[str] = field(default_factory=list)  # the model's text, per choice, as the upstream wrote it
+    final: dict[str, Any] | None = None  # the answer as the client got it (non-streaming shape)
+    upstream_seconds: float = 0.0
+    relay: Relay[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self.tools = self.tools or self.request.tools
@@ -77,16 +85,25 @@ class Exchange:
                            access=AccessPolicy(target.allow_tools, target.deny_tools, target.deny_arguments))
 
     def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
+        self.raw_texts = [model_text(choice) for choice in completion.get("choices") or []]
         answer, self.outcome = transform_completion(
             completion, self.tool_request(), model=self.request.model if self.target.upstream_model else None)
         self.outcome.repairs = self.repairs
+        self.final = answer
         return answer
+
+    def complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            return self.upstream.complete(upstream_request)
+        finally:
+            self.upstream_seconds += time.monotonic() - started
 
     def complete_tools(self) -> dict[str, Any]:
         """The upstream's answer with its calls extracted; when a call attempt failed or a required call is
         missing, the upstream is asked once more (per `repair_rounds`) with the exact error."""
         upstream_request = self.upstream_request(stream=False)
-        completion = self.upstream.complete(upstream_request)
+        completion = self.complete(upstream_request)
         answer = self.transform(completion)
         for _ in range(self.target.repair_rounds):
             reason = repair.reason(answer, self.outcome, request_transform.demand_of(
@@ -95,26 +112,29 @@ class Exchange:
                 break
             self.repairs += 1
             upstream_request = repair.ask_again(upstream_request, completion, reason)
-            completion = self.upstream.complete(upstream_request)
+            completion = self.complete(upstream_request)
             answer = self.transform(completion)
         return answer
 
-    def log(self, status: object) -> None:
+    def log(self, status: int | str, error: str | None = None) -> None:
+        if self.record is not None and self.sink is not None:
+            self.sink(recording.fill(self.record, self, status, error))
         logger.info("chat route=%s mode=%s model=%s status=%s calls=%s dialects=%s repairs=%d issues=%s ms=%d",
                     self.route, self.target.tool_mode, self.request.model, status,
                     ",".join(self.outcome.calls) or "-", ",".join(sorted(set(self.outcome.dialects))) or "-",
                     self.repairs, "; ".join(self.outcome.issues) or "-", (time.monotonic() - self.started) * 1000)
 
 
+def model_text(choice: dict[str, Any]) -> str:
+    """What the model wrote in one choice: its content, and native calls as the server returned them."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        return ""
+    calls = message.get("tool_calls")
+    return str(message.get("content") or "") + (f"\n\n[native tool_calls] {json.dumps(calls)}" if calls else "")
+
+
 def answer(exchange: Exchange) -> Response:
-    try:
-        return _route(exchange)
-    except ProxyError as error:
-        exchange.log(error.status)
-        raise
-
-
-def _route(exchange: Exchange) -> Response:
     request = exchange.request
     reason = loop_guard_reason(exchange, request.messages)
     if reason is not None:
@@ -129,8 +149,10 @@ def _route(exchange: Exchange) -> Response:
     if request.stream:
         return _passthrough_stream(exchange)
     exchange.route = "plain"
-    completion = cleaning.clean_completion(exchange.upstream.complete(exchange.upstream_request(stream=False)),
+    completion = cleaning.clean_completion(exchange.complete(exchange.upstream_request(stream=False)),
                                            exchange.target.reasoning)
+    exchange.raw_texts = [model_text(choice) for choice in completion.get("choices") or []]
+    exchange.final = completion
     if exchange.target.upstream_model:
         completion["model"] = request.model
     exchange.log(200)
@@ -199,7 +221,9 @@ def _passthrough_stream(exchange: Exchange) -> Response:
     exchange.route = "stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
     relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
+    exchange.relay = relay
     rename = exchange.request.model if exchange.target.upstream_model else None
+    text = StreamText(exchange.settings.log_field_chars)
 
     def produce() -> Iterator[bytes]:
         while True:
@@ -210,6 +234,7 @@ def _passthrough_stream(exchange: Exchange) -> Response:
                 chunk = cleaning.clean_chunk(item, exchange.target.reasoning)
                 if rename:
                     chunk["model"] = rename
+                text.add(chunk, exchange)
                 yield sse.encode_event(chunk)
             else:
                 yield sse.DONE
@@ -222,15 +247,37 @@ def _passthrough_stream(exchange: Exchange) -> Response:
     return sse_response(guarded(exchange, produce, close))
 
 
+class StreamText:
+    """The text of a passthrough stream, kept for the transform log up to its field limit."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._pieces: list[str] = []
+        self._size = 0
+
+    def add(self, chunk: dict[str, Any], exchange: Exchange) -> None:
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") or ""
+            if piece and self._size < self._limit:
+                self._pieces.append(piece)
+                self._size += len(piece)
+            if choice.get("finish_reason"):
+                text = "".join(self._pieces)
+                exchange.raw_texts = [text]
+                exchange.final = {"choices": [{"message": {"content": text},
+                                               "finish_reason": choice["finish_reason"]}]}
+
+
 def guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
              close: Callable[[], None]) -> Iterator[bytes]:
     """The outer edge of every committed stream: an error becomes an SSE error event and `[DONE]`, never a
     silent end; a client that goes away (GeneratorExit) closes the upstream."""
-    status: object = 200
+    status: int | str = 200
+    error_text: str | None = None
     try:
         yield from produce()
     except ProxyError as error:
-        status = error.status
+        status, error_text = error.status, error.message
         logger.warning("stream ended with an error: %s", error.message)
         yield sse.encode_event(error.body())
         yield sse.DONE
@@ -244,7 +291,7 @@ def guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
         yield sse.DONE
     finally:
         close()
-        exchange.log(status)
+        exchange.log(status, error_text)
 
 
 def sse_response(body: Iterator[bytes]) -> Response:

@@ -87,6 +87,9 @@ class Settings:
     vtc_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
     vtc_newlines: int = 2
     max_buffer_bytes: int = 64 * 1024
+    data_dir: str = "data"
+    log_records: int = 2000
+    log_field_chars: int = 64 * 1024
     models: tuple[ModelRule, ...] = ()
     max_body_bytes: int = 16 * MiB
     max_upstream_bytes: int = 32 * MiB
@@ -140,6 +143,9 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_VTC_CLIENT_PATTERNS", "vtc_client_patterns", "patterns_or_none"),
     ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "rounds"),
     ("TOOLPROXY_MAX_BUFFER_BYTES", "max_buffer_bytes", "count"),
+    ("TOOLPROXY_DATA_DIR", "data_dir", "text"),
+    ("TOOLPROXY_LOG_RECORDS", "log_records", "count"),
+    ("TOOLPROXY_LOG_FIELD_CHARS", "log_field_chars", "count"),
     ("TOOLPROXY_MAX_BODY_BYTES", "max_body_bytes", "count"),
     ("TOOLPROXY_MAX_UPSTREAM_BYTES", "max_upstream_bytes", "count"),
     ("TOOLPROXY_CONNECT_TIMEOUT", "connect_timeout", "seconds"),

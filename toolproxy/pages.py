@@ -7,16 +7,11 @@ import time
 from flask import Blueprint, Response, current_app, make_response, render_template
 
 from toolproxy import __version__
+from toolproxy.dashboard import SECURITY_HEADERS
 from toolproxy.dialects.registry import DIALECT_NAMES
 
 bp = Blueprint("pages", __name__)
 
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; "
-                               "frame-ancestors 'none'; img-src 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
 
 
 @bp.get("/")

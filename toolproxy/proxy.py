@@ -1,29 +1,67 @@
-"""The state one app instance holds: its settings and its upstream clients. Nothing else is kept between
-requests, so instances scale out behind a load balancer."""
+"""The state one app instance holds: its settings, its upstream clients, the transform log and the metrics.
+Nothing else is kept between requests, so instances scale out behind a load balancer."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
 
 from toolproxy.config import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
+from toolproxy.metrics import Metrics
+from toolproxy.translog import TransformLog, TransformRecord
 from toolproxy.upstream import HttpUpstream, Upstream
+
+HEALTH_TTL = 10.0
 
 
 @dataclass(slots=True)
 class Proxy:
     settings: Settings
     http: HttpUpstream
+    translog: TransformLog
+    metrics: Metrics
     demo: DemoUpstream = field(default_factory=DemoUpstream)
     started: float = field(default_factory=time.time)
+    _health: tuple[float, list[dict[str, Any]]] = (0.0, [])
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Proxy:
         http = HttpUpstream(connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                             max_bytes=settings.max_upstream_bytes, max_depth=settings.max_json_depth)
-        return cls(settings, http)
+        secrets = [*settings.api_keys, *filter(None, [settings.upstream_api_key]),
+                   *(str(rule.overrides["upstream_api_key"]) for rule in settings.models
+                     if rule.overrides.get("upstream_api_key"))]
+        translog = TransformLog(settings.data_dir, max_records=settings.log_records,
+                                max_field_chars=settings.log_field_chars, secrets=secrets)
+        return cls(settings, http, translog, Metrics())
+
+    def record(self, record: TransformRecord) -> None:
+        """A finished request into the shared log and the metrics; neither ever fails the request."""
+        self.translog.add(record)
+        self.metrics.observe(record)
 
     def upstream_for(self, target: ModelSettings) -> Upstream:
         """The configured server, or the built-in demo model when no upstream is configured for this model."""
         return self.http if target.upstream else self.demo
+
+    def upstream_health(self) -> list[dict[str, Any]]:
+        """Each configured upstream and whether it answers `/models`, checked at most every ten seconds."""
+        checked, results = self._health
+        if time.monotonic() - checked < HEALTH_TTL:
+            return results
+        urls = {self.settings.upstream, *(rule.overrides.get("upstream") for rule in self.settings.models)}
+        results = [{"url": public_url(url), "ok": self.http.answers(url)} for url in sorted(filter(None, urls))]
+        self._health = (time.monotonic(), results)
+        return results
+
+
+def public_url(url: str | None) -> str:
+    """scheme://host:port: no path, and never the credentials a URL may carry."""
+    if not url:
+        return "demo"
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"

@@ -39,6 +39,7 @@ class Outcome:
     issues: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     repairs: int = 0
+    details: list[dict[str, Any]] = field(default_factory=list)  # each returned call, for the transform log
 
     def add(self, extraction: Extraction) -> None:
         self.dialects.extend(call.dialect for call in extraction.calls)
@@ -102,6 +103,8 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
     _assign_ids(calls, request.id_style)
     outcome.calls.extend(call["function"]["name"] for call in calls)
+    outcome.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
+                            "source": call.source, "dialect": call.dialect} for call in combined.calls[:len(calls)])
     message["role"] = "assistant"
     message["content"] = combined.content() if content or combined.calls or native else content
     if combined.reasoning:

@@ -39,6 +39,7 @@ class Relay(Generic[T]):
         self._deadline_seconds = deadline_seconds
         self._queue = gevent.queue.Queue()
         self._greenlet = gevent.spawn(self._pump, produce)
+        self.waited = 0.0  # seconds spent waiting for the producer: the upstream's share of the time
 
     def next(self, wait: float) -> T | Heartbeat | Finished:
         """The next item; HEARTBEAT after `wait` seconds without one; FINISHED at the end; the producer's
@@ -47,10 +48,13 @@ class Relay(Generic[T]):
         if remaining <= 0:
             self.close()
             raise UpstreamTimeout(f"the upstream did not finish within {self._deadline_seconds:g} seconds")
+        started = time.monotonic()
         try:
             kind, value = self._queue.get(timeout=min(wait, remaining))
         except gevent.queue.Empty:
             return HEARTBEAT
+        finally:
+            self.waited += time.monotonic() - started
         if kind is _END:
             return FINISHED
         if isinstance(value, BaseException):

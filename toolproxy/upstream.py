@@ -96,6 +96,14 @@ class HttpUpstream:
         finally:
             response.close()
 
+    def answers(self, base_url: str) -> bool:
+        """Whether the upstream answers `/models` within two seconds (for the dashboard, never a request)."""
+        try:
+            with self._session.get(f"{base_url}/models", timeout=(1, 2), headers=_headers(None)) as response:
+                return response.status_code < 500
+        except requests.RequestException:
+            return False
+
     def _post(self, request: UpstreamRequest) -> requests.Response:
         return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
                           jsonwire.dumps(request.body))

@@ -84,6 +84,7 @@ def _stream(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
     exchange.route = "vtc_stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
     relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
+    exchange.relay = relay
     converter = StreamConverter(exchange, writer)
 
     def produce() -> Iterator[bytes]:
@@ -116,6 +117,8 @@ class StreamConverter:
                                            settings.max_buffer_bytes)
         self._writer = writer
         self._native: dict[int, dict[str, str]] = {}
+        self._raw: list[str] = []  # for the transform log
+        self._sent: list[str] = []
 
     def convert(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         chunk = cleaning.clean_chunk(chunk, self._exchange.target.reasoning)
@@ -136,8 +139,11 @@ class StreamConverter:
         content = self._writer.write(self._judge(self._scanner.feed(text))) if text else ""
         finish = choice.get("finish_reason")
         out = []
+        self._raw.append(text)
         if finish:
             content += self._writer.write(self._judge(self._scanner.finish() + self._native_calls()))
+            self._record(content, finish)
+        self._sent.append(content)
         if content or (delta and not finish):
             out.append({**chunk, "choices": [{**choice, "delta": {**delta, **({"content": content} if content
                                                                                 else {})}, "finish_reason": None}]})
@@ -145,6 +151,11 @@ class StreamConverter:
             out.append({**chunk, "choices": [{**choice, "delta": {}, "finish_reason":
                                               "stop" if finish == "tool_calls" else finish}]})
         return out
+
+    def _record(self, content: str, finish: str) -> None:
+        self._exchange.raw_texts = ["".join(self._raw)]
+        self._exchange.final = {"choices": [{"message": {"content": "".join(self._sent) + content},
+                                             "finish_reason": "stop" if finish == "tool_calls" else finish}]}
 
     def _collect(self, call: dict[str, Any]) -> None:
         slot = self._native.setdefault(int(call.get("index") or 0), {"name": "", "arguments": ""})

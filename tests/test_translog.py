@@ -1,0 +1,260 @@
+"""The transform log: records round-trip through SQLite, filters, pruning, redaction down to the file's bytes,
+truncation, several processes sharing one store, and an `add` that neither waits for the disk nor raises."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolproxy import translog
+from toolproxy.translog import REDACTED, TransformLog, TransformRecord, redact, truncate
+
+SENTINEL = "sk-SENTINEL-7f3a9c"
+
+
+def make_record(number: int = 0, **fields: Any) -> TransformRecord:
+    values: dict[str, Any] = {"model": "qwen3", "client": "opencode/1.0", "route": "tools", "mode": "prompt",
+                              "status": 200, "worker": os.getpid(), "overhead_ms": float(number),
+                              **fields}
+    return TransformRecord(f"req_{number:016d}", 1_700_000_000.0 + number, **values)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[TransformLog]:
+    log = TransformLog(str(tmp_path), secrets=[SENTINEL])
+    yield log
+    log.flush()
+
+
+def add_all(log: TransformLog, *records: TransformRecord) -> None:
+    for record in records:
+        log.add(record)
+    log.flush()
+
+
+def test_records_round_trip(store: TransformLog) -> None:
+    call = {"name": "read", "arguments": {"path": "/a"}, "raw_arguments": '{"path": "/a"}', "dialect": "hermes",
+            "valid": True}
+    full = make_record(1, dialects=["hermes"], calls=[call], issues=["hermes: one thing"], repairs=1,
+                       finish_reason="tool_calls", upstream_ms=12.5, tools=[{"type": "function"}],
+                       raw_text="<tool_call>…</tool_call>", client_text="ok", error=None, request_bytes=10)
+    add_all(store, make_record(0), full)
+    newest, oldest = store.recent()
+    assert (newest["request_id"], oldest["request_id"]) == (full.request_id, "req_0000000000000000")
+    assert newest["calls"] == ["read"] and newest["dialects"] == ["hermes"] and newest["issue_count"] == 1
+    assert newest["status"] == 200 and newest["repairs"] == 1 and newest["worker"] == os.getpid()
+    assert newest["has_issues"] is True and newest["time"].count(":") == 2
+    assert store.get(newest["id"]) == {"id": newest["id"], **full.to_dict()}
+    assert store.get(newest["id"] + 100) is None
+
+
+def test_filters_are_applied_in_sql(store: TransformLog) -> None:
+    add_all(store, make_record(0), make_record(1, model="llama", status=502),
+            make_record(2, client="curl/8", issues=["x"]), make_record(3, status="client_disconnected"),
+            make_record(4, calls=[{"name": "a", "dialect": "hermes", "valid": False}]))
+
+    def ids(**filters: Any) -> list[str]:
+        return [row["request_id"][-1] for row in store.recent(**filters)]
+
+    assert ids() == ["4", "3", "2", "1", "0"]
+    assert ids(model="llama") == ["1"]
+    assert ids(client="curl/8") == ["2"]
+    assert ids(status=502) == ids(status="502") == ["1"]
+    assert ids(status="client_disconnected") == ["3"]
+    assert ids(has_issues=True) == ["4", "2"]
+    assert ids(has_issues=False) == ["3", "1", "0"]
+    assert ids(limit=2) == ["4", "3"]
+    third = store.recent()[2]["id"]
+    assert ids(after_id=third) == ["4", "3"]
+    assert ids(model="qwen3'; DROP TABLE records; --") == [] and len(ids()) == 5
+
+
+def test_only_the_newest_max_records_are_kept(tmp_path: Path) -> None:
+    log = TransformLog(str(tmp_path), max_records=10)
+    add_all(log, *(make_record(number) for number in range(25)))
+    assert [row["request_id"][-2:] for row in log.recent(100)] == [f"{n:02d}" for n in range(24, 14, -1)]
+    add_all(log, make_record(25))
+    assert len(log.recent(100)) == 10 and log.stats()["total"] == 10
+
+
+def test_stats_count_over_the_stored_records(store: TransformLog) -> None:
+    add_all(store, make_record(1, dialects=["hermes", "mistral"], repairs=2),
+            make_record(2, dialects=["hermes"], issues=["a", "b"]),
+            make_record(3, route="plain", status=502, model="llama"),
+            make_record(4, route="stream", status="client_disconnected", client="curl/8"))
+    stats = store.stats()
+    assert stats["total"] == 4 and stats["errors"] == 1 and stats["repairs"] == 2
+    assert stats["issues"] == 2 and stats["with_issues"] == 1
+    assert stats["by_route"] == {"tools": 2, "plain": 1, "stream": 1}
+    assert stats["by_status"] == {"200": 2, "502": 1, "client_disconnected": 1}
+    assert stats["by_dialect"] == {"hermes": 2, "mistral": 1}
+    assert stats["by_model"] == {"qwen3": 3, "llama": 1}
+    assert stats["by_client"] == {"opencode/1.0": 3, "curl/8": 1}
+    assert (stats["overhead_p50_ms"], stats["overhead_p95_ms"]) == (2.0, 4.0)
+
+
+def test_an_empty_store_has_empty_stats(store: TransformLog) -> None:
+    stats = store.stats()
+    assert stats["total"] == 0 and stats["overhead_p95_ms"] == 0.0 and stats["by_route"] == {}
+    assert store.recent() == []
+
+
+def test_a_secret_is_nowhere_in_the_store_not_even_in_the_file_bytes(tmp_path: Path) -> None:
+    log = TransformLog(str(tmp_path), secrets=[SENTINEL])
+    leaky = f"key {SENTINEL} here"
+    record = TransformRecord(
+        f"req_{SENTINEL}", time.time(), client=leaky, address=leaky, model=leaky, upstream=leaky, route=leaky,
+        mode=leaky, status=leaky, dialects=[leaky], issues=[leaky], actions=[leaky], finish_reason=leaky,
+        error=leaky, raw_text=leaky * 3, client_text=leaky,
+        calls=[{"name": leaky, "arguments": {"token": leaky, "nested": [leaky], leaky: 1}, "raw_arguments": leaky,
+                "dialect": leaky, "valid": True}],
+        tools=[{"type": "function", "function": {"name": "login", "description": leaky}}])
+    add_all(log, record)
+    with contextlib.closing(sqlite3.connect(log.path)) as connection:
+        rows = connection.execute("SELECT * FROM records").fetchall()
+    assert len(rows) == 1 and SENTINEL not in repr(rows) and REDACTED in repr(rows)
+    assert all(SENTINEL.encode() not in path.read_bytes() for path in tmp_path.iterdir())
+    stored = log.get(log.recent()[0]["id"])
+    assert stored is not None and stored["client"] == f"key {REDACTED} here"
+
+
+def test_a_string_under_a_credential_name_is_blanked_but_a_schema_is_not(store: TransformLog) -> None:
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}}}
+    add_all(store, make_record(1, calls=[{"name": "login", "arguments": {"OPENAI_API_KEY": "unknown-value-1"}}],
+                               tools=[{"type": "function", "function": {"name": "login", "parameters": schema}}]))
+    stored = store.get(store.recent()[0]["id"])
+    assert stored is not None and stored["calls"][0]["arguments"] == {"OPENAI_API_KEY": REDACTED}
+    assert stored["tools"][0]["function"]["parameters"] == schema
+
+
+def test_credential_shaped_values_are_redacted_without_knowing_the_key() -> None:
+    text = ('curl -H "Authorization: Bearer tok-123456789012" -d \'{"api_key": "s3cr3t-value", "n": 1}\' '
+            "OPENAI_API_KEY=sk-live-xyz; x-api-key: k-1; authorization=Basic dXNlcjpwYXNz")
+    cleaned = redact(text, [])
+    for secret in ("tok-123456789012", "s3cr3t-value", "sk-live-xyz", "k-1", "dXNlcjpwYXNz"):
+        assert secret not in cleaned
+    assert '"n": 1' in cleaned and cleaned.count(REDACTED) == 5
+    assert redact("the bearer of good news; api_key: {", []) == "the bearer of good news; api_key: {"
+    assert redact("key abcd and abc", ["abcd", "abc", ""]) == f"key {REDACTED} and abc"
+
+
+def test_redaction_is_linear_on_hostile_text() -> None:
+    hostile = ("api_key:" + " " * 7) * 20_000 + "authorization" * 20_000
+    started = time.perf_counter()
+    redact(hostile, [SENTINEL])
+    assert time.perf_counter() - started < 1.0
+
+
+def test_truncation_keeps_the_limit_and_says_how_much_was_cut(tmp_path: Path) -> None:
+    assert truncate("abcdef", 6) == "abcdef"
+    assert truncate("abcdefghij", 4) == "abcd\n[… 6 more characters cut]"
+    log = TransformLog(str(tmp_path), max_field_chars=100)
+    tools = [{"type": "function", "function": {"name": f"tool{n}"}} for n in range(20)]
+    add_all(log, make_record(1, raw_text="x" * 250, client_text="short", error="e" * 101, tools=tools,
+                             issues=["i" * 150]))
+    stored = log.get(log.recent()[0]["id"])
+    assert stored is not None
+    assert stored["raw_text"] == "x" * 100 + "\n[… 150 more characters cut]"
+    assert stored["client_text"] == "short" and stored["error"].endswith("[… 1 more characters cut]")
+    assert stored["issues"] == ["i" * 100 + "\n[… 50 more characters cut]"]
+    assert isinstance(stored["tools"], str) and stored["tools"].startswith('[{"type":"function"')
+    assert stored["tools"].endswith("more characters cut]")
+
+
+def _add_fifty(data_dir: str, tag: str) -> None:
+    """In a spawned process: a worker of its own writing to the shared store."""
+    log = TransformLog(data_dir)
+    for number in range(50):
+        log.add(make_record(number, client=tag, worker=os.getpid()))
+    log.flush()
+
+
+def test_two_processes_write_to_one_store(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_add_fifty, args=(str(tmp_path), tag)) for tag in ("a", "b")]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+        process.close()
+    rows = TransformLog(str(tmp_path)).recent(1000)
+    assert len(rows) == 100
+    assert {row["client"]: 0 for row in rows} == {"a": 0, "b": 0} and len({row["worker"] for row in rows}) == 2
+
+
+def test_threads_adding_at_once_lose_nothing(store: TransformLog) -> None:
+    def add_many(offset: int) -> None:
+        for number in range(offset, offset + 50):
+            store.add(make_record(number))
+
+    threads = [threading.Thread(target=add_many, args=(offset,)) for offset in range(0, 200, 50)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.flush()
+    assert store.stats()["total"] == 200
+
+
+def test_add_returns_at_once_whatever_the_disk_does(store: TransformLog) -> None:
+    records = [make_record(number, raw_text="text " * 40, issues=["an issue"]) for number in range(1000)]
+    started = time.perf_counter()
+    for record in records:
+        store.add(record)
+    elapsed = time.perf_counter() - started
+    store.flush()
+    assert elapsed < 0.2
+    assert store.stats()["total"] == 1000
+
+
+def test_a_writer_that_went_idle_is_started_again(store: TransformLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(translog, "IDLE_SECONDS", 0.05)
+    add_all(store, make_record(1))
+    deadline = time.monotonic() + 5
+    while store._running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not store._running
+    add_all(store, make_record(2))
+    assert store.stats()["total"] == 2
+
+
+@pytest.mark.parametrize("where", ["file", "under_a_file"])
+def test_a_store_that_cannot_be_written_never_fails_add(tmp_path: Path, where: str,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    data_dir = blocker if where == "file" else blocker / "data"
+    with caplog.at_level(logging.WARNING, logger="toolproxy.translog"):
+        log = TransformLog(str(data_dir))
+        log.add(make_record(1))
+        log.flush()
+    assert "record(s) dropped" in caplog.text
+    assert log.recent() == [] and log.get(1) is None and log.stats()["total"] == 0
+
+
+def test_a_record_that_cannot_be_stored_is_dropped_alone(store: TransformLog) -> None:
+    broken = make_record(1)
+    broken.started = "yesterday"  # type: ignore[assignment]
+    store.add(broken)
+    add_all(store, make_record(2, raw_text="lone \ud800 surrogate", model="m\udfff"))
+    (row,) = store.recent()
+    stored = store.get(row["id"])
+    assert stored is not None and stored["raw_text"] == "lone \ud800 surrogate" and row["model"] == "m\udfff"
+
+
+def test_several_logs_on_one_directory_share_the_store(tmp_path: Path) -> None:
+    first, second = TransformLog(str(tmp_path)), TransformLog(str(tmp_path))
+    add_all(first, make_record(1))
+    add_all(second, make_record(2))
+    assert len(first.recent()) == len(second.recent()) == 2

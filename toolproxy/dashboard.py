@@ -1,0 +1,158 @@
+"""The dashboard: recent transforms from the shared log, one transform in detail, a test case to download,
+and `/metrics` for Prometheus. Everything from a request or a model is escaped by the templates (no `|safe`);
+the script is served by the app (no CDN: the box may be offline) and the page works without it."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from typing import Any
+
+from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
+
+from toolproxy import __version__, jsonwire
+from toolproxy.api import is_authorized
+from toolproxy.proxy import Proxy
+
+bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+metrics_bp = Blueprint("metrics", __name__)
+
+COOKIE = "toolproxy_session"
+SESSION_SECONDS = 12 * 3600
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
+                               "base-uri 'none'; frame-ancestors 'none'; img-src 'self'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+FILTERS = ("model", "client", "status", "has_issues")
+
+
+def _proxy() -> Proxy:
+    proxy: Proxy = current_app.extensions["toolproxy"]
+    return proxy
+
+
+@bp.before_request
+def require_login() -> BaseResponse | None:
+    if request.endpoint == "dashboard.login" or not _proxy().settings.api_keys:
+        return None
+    if _session_valid(request.cookies.get(COOKIE, "")):
+        return None
+    if request.path.endswith(".json"):
+        abort(401)
+    return redirect(url_for("dashboard.login"))
+
+
+@bp.after_request
+def secure(response: Response) -> Response:
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+@bp.get("/")
+def index() -> str:
+    proxy = _proxy()
+    filters = _filters()
+    return render_template("dashboard.html", version=__version__, demo=proxy.settings.is_demo,
+                           uptime=int(time.time() - proxy.started), stats=proxy.translog.stats(),
+                           upstreams=proxy.upstream_health(), records=proxy.translog.recent(100, **filters),
+                           filters={key: request.args.get(key, "") for key in FILTERS})
+
+
+@bp.get("/records.json")
+def records() -> Response:
+    after = request.args.get("after_id", type=int)
+    rows = _proxy().translog.recent(100, after_id=after, **_filters())
+    return Response(jsonwire.dumps({"records": rows}), mimetype="application/json")
+
+
+@bp.get("/record/<int:record_id>")
+def record(record_id: int) -> str:
+    found = _proxy().translog.get(record_id)
+    if found is None:
+        abort(404)
+    return render_template("record.html", record=found, raw_pieces=highlight(found.get("raw_text") or "",
+                                                                             found.get("calls") or []),
+                           demo=_proxy().settings.is_demo)
+
+
+@bp.get("/record/<int:record_id>/testcase.json")
+def testcase(record_id: int) -> Response:
+    """The transform as a golden test case (request tools, model text, expected result) for a bug report."""
+    found = _proxy().translog.get(record_id)
+    if found is None:
+        abort(404)
+    case = {"source": f"toolproxy {__version__} transform {found['request_id']}", "model": found.get("model"),
+            "tools": found.get("tools") or [], "model_text": found.get("raw_text") or "",
+            "expected": {"content": found.get("client_content"), "tool_calls": [
+                {"name": call.get("name"), "arguments": call.get("arguments")} for call in found.get("calls") or []]}}
+    return Response(jsonwire.dumps(case), mimetype="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="toolproxy-case-{record_id}.json"'})
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> BaseResponse | str:
+    """A form that sets a signed cookie: the key itself never travels in a URL nor sits in the cookie."""
+    keys = _proxy().settings.api_keys
+    if request.method == "POST":
+        if keys and is_authorized(f"Bearer {request.form.get('key', '')}", keys):
+            response = redirect(url_for("dashboard.index"))
+            response.set_cookie(COOKIE, _new_session(), max_age=SESSION_SECONDS, httponly=True, samesite="Strict",
+                                secure=request.is_secure)
+            return response
+        return render_template("login.html", failed=True, demo=False)
+    return render_template("login.html", failed=False, demo=False)
+
+
+@metrics_bp.get("/metrics")
+def metrics() -> Response:
+    keys = _proxy().settings.api_keys
+    if keys and not is_authorized(request.headers.get("Authorization", ""), keys):
+        abort(401)
+    body, content_type = _proxy().metrics.render()
+    return Response(body, content_type=content_type)
+
+
+def highlight(text: str, calls: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    """The raw model text as (piece, is_call) pieces, each call's source span marked; the template escapes."""
+    pieces: list[tuple[str, bool]] = []
+    position = 0
+    for call in calls:
+        source = call.get("source") or ""
+        start = text.find(source, position) if source else -1
+        if start < 0:
+            continue
+        pieces += [(text[position:start], False), (source, True)]
+        position = start + len(source)
+    pieces.append((text[position:], False))
+    return [piece for piece in pieces if piece[0]]
+
+
+def _filters() -> dict[str, Any]:
+    filters: dict[str, Any] = {key: request.args.get(key) or None for key in ("model", "client", "status")}
+    if request.args.get("has_issues") in ("1", "yes", "true", "on"):
+        filters["has_issues"] = True
+    return filters
+
+
+def _secret() -> bytes:
+    """Derived from the configured keys, so every worker (and every instance with the same keys) agrees."""
+    return hashlib.sha256(("toolproxy-dashboard\0" + "\0".join(_proxy().settings.api_keys)).encode()).digest()
+
+
+def _new_session() -> str:
+    expires = str(int(time.time()) + SESSION_SECONDS)
+    signature = hmac.new(_secret(), expires.encode(), hashlib.sha256).hexdigest()
+    return f"{expires}.{signature}"
+
+
+def _session_valid(cookie: str) -> bool:
+    expires, _, signature = cookie.partition(".")
+    if not expires.isdigit() or int(expires) < time.time():
+        return False
+    expected = hmac.new(_secret(), expires.encode(), hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode(), signature.encode("latin-1", errors="replace"))

@@ -1,0 +1,169 @@
+"""Prometheus metrics derived from each finished `TransformRecord`, and `/metrics`. Under gunicorn the counts of
+every worker are summed through prometheus-client's multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+    values,
+)
+
+if TYPE_CHECKING:
+    from toolproxy.translog import TransformRecord
+
+logger = logging.getLogger(__name__)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+# Our own codes for a failed upstream (errors.py); anything else an upstream sends is not a label value, so an
+# upstream cannot make the series count grow without bound.
+UPSTREAM_CODES = frozenset({"upstream_error", "upstream_unavailable", "upstream_timeout", "bad_upstream_response",
+                            "upstream_disconnected"})
+_UPSTREAM_HTTP_CODE = re.compile(r"upstream_http_[1-5][0-9][0-9]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Instruments:
+    requests: Counter
+    tool_calls: Counter
+    loop_guard: Counter
+    upstream_errors: Counter
+    overhead: Histogram
+    upstream: Histogram
+    in_flight: Gauge
+
+
+def _instruments(registry: CollectorRegistry | None) -> _Instruments:
+    return _Instruments(
+        Counter("toolproxy_requests", "Chat requests by route and HTTP status", ["route", "status"],
+                registry=registry),
+        Counter("toolproxy_tool_calls", "Tool calls by dialect and outcome", ["dialect", "outcome"],
+                registry=registry),
+        Counter("toolproxy_loop_guard", "Requests the loop guard stopped", registry=registry),
+        Counter("toolproxy_upstream_errors", "Requests that failed upstream, by kind", ["kind"], registry=registry),
+        Histogram("toolproxy_overhead_seconds", "Time spent in the proxy itself, upstream waits excluded",
+                  buckets=OVERHEAD_BUCKETS, registry=registry),
+        Histogram("toolproxy_upstream_seconds", "Time spent waiting for the upstream", buckets=UPSTREAM_BUCKETS,
+                  registry=registry),
+        Gauge("toolproxy_in_flight_requests", "Chat requests being answered", multiprocess_mode="livesum",
+              registry=registry),
+    )
+
+
+@functools.cache
+def _process_instruments() -> _Instruments:
+    """Multiprocess mode: once per process (two objects with one name would overwrite each other's values in the
+    worker's files), and registered nowhere: /metrics reads every worker's files instead."""
+    return _instruments(None)
+
+
+class Metrics:
+    """The app's metrics. Outside multiprocess mode each instance has its own registry, so tests (and several
+    apps in one process) never collide."""
+
+    def __init__(self) -> None:
+        self._directory = os.environ.get(MULTIPROC_ENV) or None
+        if self._directory is not None and values.ValueClass is values.MutexValue:
+            raise RuntimeError(f"{MULTIPROC_ENV} was set after prometheus_client was imported in this process; "
+                               "set it before (gunicorn.conf.py does, before any worker starts)")
+        if self._directory is not None:
+            os.makedirs(self._directory, exist_ok=True)  # each worker's files go here from the first metric on
+        self._registry = CollectorRegistry() if self._directory is None else None
+        self._instruments = _process_instruments() if self._registry is None else _instruments(self._registry)
+
+    @property
+    def multiprocess(self) -> bool:
+        return self._directory is not None
+
+    def observe(self, record: TransformRecord) -> None:
+        """Count one finished request; never raises (metrics must not fail a request)."""
+        try:
+            self._observe(record)
+        except Exception:  # the request is already answered: losing one observation is the lesser harm
+            logger.exception("metrics: request %s not counted", record.request_id)
+
+    def _observe(self, record: TransformRecord) -> None:
+        meters = self._instruments
+        meters.requests.labels(route=record.route or "unknown", status=str(record.status)).inc()
+        for dialect, outcome in call_outcomes(record):
+            meters.tool_calls.labels(dialect=dialect, outcome=outcome).inc()
+        if record.route == "loop_guard":
+            meters.loop_guard.inc()
+        kind = upstream_error_kind(record)
+        if kind is not None:
+            meters.upstream_errors.labels(kind=kind).inc()
+        meters.overhead.observe(max(0.0, record.overhead_ms) / 1000)
+        if record.upstream_ms > 0:  # a request refused before the upstream would only pull the quantiles down
+            meters.upstream.observe(record.upstream_ms / 1000)
+
+    @contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Around a request: the in-flight gauge (summed over live workers in multiprocess mode)."""
+        gauge = self._instruments.in_flight
+        gauge.inc()
+        try:
+            yield
+        finally:
+            gauge.dec()
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text and its content type, for `GET /metrics`."""
+        registry = self._registry
+        if registry is None:
+            # A fresh registry per scrape, as prometheus-client prescribes: the collector reads the files as they
+            # are now, dead workers' counters included.
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry, path=self._directory)  # type: ignore[no-untyped-call]
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def call_outcomes(record: TransformRecord) -> list[tuple[str, str]]:
+    """(dialect, outcome) for each tool call of the record, and ("unknown", "denied") for each refused one.
+    One outcome per call, the most telling first: invalid, repaired, coerced, then native or extracted."""
+    found = [(str(call.get("dialect") or "unknown"), _outcome(call, record)) for call in record.calls]
+    denied = [("unknown", "denied") for action in record.actions if action.startswith("access policy")]
+    return found + denied
+
+
+def _outcome(call: dict[str, object], record: TransformRecord) -> str:
+    if call.get("valid") is False:
+        return "invalid"
+    if record.repairs > 0:
+        return "repaired"  # the upstream was asked again before this call came out right
+    name = repr(str(call.get("name") or ""))
+    if any(name in issue and ("repaired" in issue or "coerced" in issue) for issue in record.issues):
+        return "coerced"  # its arguments were not valid JSON as written and were mended (extraction.py)
+    return "native" if call.get("dialect") == "native" else "extracted"
+
+
+def upstream_error_kind(record: TransformRecord) -> str | None:
+    """The `kind` label when the request failed upstream or with a 5xx, else None."""
+    code = record.error_code or ""
+    if code in UPSTREAM_CODES or _UPSTREAM_HTTP_CODE.fullmatch(code):
+        return code
+    if isinstance(record.status, int) and record.status >= 500:
+        return f"http_{record.status}"
+    return None
+
+
+def mark_process_dead(pid: int, path: str | None = None) -> None:
+    """For gunicorn's `child_exit` hook: drop the dead worker's live gauges. A no-op outside multiprocess mode."""
+    directory = path or os.environ.get(MULTIPROC_ENV)
+    if directory:
+        multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]  # unannotated upstream
