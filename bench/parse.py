@@ -1,11 +1,15 @@
 """Parsing speed per dialect on a 1 MB reply, and on adversarial input, with the 4n/n time ratio that shows
 linear behaviour. Targets (issue 3): every 1 MB input under 200 ms, time at 4n under 5x time at n.
 
+The adversarial rows run through automatic detection, so every dialect of the chain is measured on each: among
+them, each dialect's own opener repeated without ever completing, and all of those openers interleaved.
+
     .venv/bin/python bench/parse.py
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -13,12 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from toolproxy.dialects import deepseek
 from toolproxy.dialects.registry import DIALECTS
 from toolproxy.extraction import extract
 
 MB = 1 << 20
 TOOLS = {"exec": {"type": "object", "properties": {"command": {"type": "string"}}},
-         "read": {"type": "object", "properties": {"path": {"type": "string"}}}}
+         "read": {"type": "object", "properties": {"path": {"type": "string"}}},
+         "tool_a": {"type": "object", "properties": {"a": {"type": "string"}}}}
 
 
 def reply(name: str, size: int) -> str:
@@ -30,6 +36,34 @@ def reply(name: str, size: int) -> str:
     return (unit * (size // len(unit) + 1))[:size]
 
 
+# Each dialect's own opener, as its calls begin, with nothing after it that could complete a call.
+OPENERS: dict[str, str] = {
+    "deepseek": deepseek.CALLS_BEGIN + deepseek.CALL_BEGIN,
+    "harmony": "<|start|>assistant<|channel|>",
+    "mistral": "[TOOL_CALLS]",
+    "llama3": "<|python_tag|>",
+    "command_r": "<|START_ACTION|>",
+    "granite": "<|tool_call|>",
+    "internlm": "<|action_start|><|plugin|>",
+    "phi4_mini": "functools",
+    "kimi_k2": "<|tool_calls_section_begin|><|tool_call_begin|>",
+    "minimax": "<minimax:tool_call>",
+    "qwen3_coder": "<tool_call><function=",
+    "glm": "<tool_call>",
+    "invoke_xml": '<function_calls><invoke name="tool_a">',
+    "hermes": "<tool_call>\n{",
+    "qwen_tools": "<tools>[",
+    "roo_xml": "<tool_a>",
+    "pythonic": "\n[tool_a(a=",
+    "json": "\n{",
+}
+
+
+def flood(unit: str) -> Callable[[int], str]:
+    """`unit` repeated to `size` characters."""
+    return lambda size: (unit * (size // len(unit) + 1))[:size]
+
+
 ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "unclosed openers": lambda size: ("<tool_call><tools>{" * (size // 19 + 1))[:size],
     "deep brackets": lambda size: "[" * size,
@@ -37,6 +71,8 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
                                        + "x" * size)[:size],
     "tags without end": lambda size: ("<exec><command>" + "y" * size)[:size],
     "arg=val pairs": lambda size: ("[exec(" + "a=1, " * size)[:size],
+    **{f"{name} openers": flood(opener) for name, opener in OPENERS.items()},
+    "openers interleaved": flood("".join(OPENERS.values())),
 }
 
 
@@ -62,7 +98,7 @@ def row(label: str, make: Callable[[int], str], dialects: tuple[str, ...]) -> tu
 def main() -> None:
     print(f"{'input (1 MB)':34} {'MB/s':>8} {'ms':>8} {'4n/n':>6}")
     for name in DIALECTS:
-        row(f"{name} reply", lambda size, name=name: reply(name, size), (name,))
+        row(f"{name} reply", functools.partial(reply, name), (name,))
     row("all dialects, automatic", lambda size: reply("hermes", size), ())
     for label, make in ADVERSARIAL.items():
         row(f"adversarial: {label}", make, ())

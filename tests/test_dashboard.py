@@ -41,6 +41,7 @@ def test_records_detail_and_test_case(upstream, proxy):
     body = case.json()
     assert body["model_text"].startswith("Reading.") and body["tools"] == [READ]
     assert body["expected"]["tool_calls"] == [{"name": "read", "arguments": {"path": "<b>x</b>"}}]
+    assert body["expected"]["content"] == "Reading."
     index = requests.get(f"{proxy.url}/dashboard/", timeout=5)
     assert index.status_code == 200 and "tools_stream" in index.text
     assert "/static/dashboard.js" in index.text and "<script>" not in index.text

@@ -53,7 +53,8 @@ def chat_completions() -> Response:
     try:
         chat = parse_chat_request(data, settings.max_json_depth)
     except ProxyError as error:
-        record.route, record.status, record.error = "rejected", error.status, error.message
+        record.route, record.status, record.error, record.error_code = "rejected", error.status, error.message, \
+            error.code
         proxy.record(record)
         raise
     target = settings.for_model(chat.model)
@@ -67,7 +68,7 @@ def chat_completions() -> Response:
         with proxy.metrics.in_flight():
             return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
     except ProxyError as error:
-        exchange.log(error.status, error.message)
+        exchange.log(error.status, error.message, error.code)
         raise
 
 

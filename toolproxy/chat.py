@@ -116,9 +116,12 @@ class Exchange:
             answer = self.transform(completion)
         return answer
 
-    def log(self, status: int | str, error: str | None = None) -> None:
+    def log(self, status: int | str, error: str | None = None, error_code: str | None = None) -> None:
         if self.record is not None and self.sink is not None:
-            self.sink(recording.fill(self.record, self, status, error))
+            try:
+                self.sink(recording.fill(self.record, self, status, error, error_code))
+            except Exception:  # an outer edge: the transform log must never fail a request
+                logger.exception("could not record the transform")
         logger.info("chat route=%s mode=%s model=%s status=%s calls=%s dialects=%s repairs=%d issues=%s ms=%d",
                     self.route, self.target.tool_mode, self.request.model, status,
                     ",".join(self.outcome.calls) or "-", ",".join(sorted(set(self.outcome.dialects))) or "-",
@@ -274,10 +277,11 @@ def guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
     silent end; a client that goes away (GeneratorExit) closes the upstream."""
     status: int | str = 200
     error_text: str | None = None
+    error_code: str | None = None
     try:
         yield from produce()
     except ProxyError as error:
-        status, error_text = error.status, error.message
+        status, error_text, error_code = error.status, error.message, error.code
         logger.warning("stream ended with an error: %s", error.message)
         yield sse.encode_event(error.body())
         yield sse.DONE
@@ -291,7 +295,7 @@ def guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],
         yield sse.DONE
     finally:
         close()
-        exchange.log(status, error_text)
+        exchange.log(status, error_text, error_code)
 
 
 def sse_response(body: Iterator[bytes]) -> Response:

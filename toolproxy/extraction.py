@@ -90,13 +90,12 @@ CALL_MARKERS = ("<tool_call>", "<tools>", "<function=", "<function_calls>", "<in
                 "<|python_tag|>", "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<|tool_calls_section_begin|>",
                 "<|tool_call_begin|>", "to=functions.", "<|START_ACTION|>", "<|tool_call|>", "<|action_start|>",
                 "<minimax:tool_call>", "<seed:tool_call>")
-_MARKERS = re.compile("|".join(map(re.escape, CALL_MARKERS)))
 
 
 def _note_leftover_markup(extraction: Extraction, tools: ToolIndex) -> None:
     texts = [segment.text for segment in extraction.segments if isinstance(segment, Text)]
-    found = {match.group() for text in texts for match in _MARKERS.finditer(text)}
-    found |= {f"<{name}>" for name in tools for text in texts if f"<{name}>" in text}
+    markers = (*CALL_MARKERS, *(f"<{name}>" for name in tools))
+    found = {marker for marker in markers if any(marker in text for text in texts)}
     if found:
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
 

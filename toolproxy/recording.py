@@ -24,9 +24,11 @@ def new_record(client: str, address: str, request_bytes: int) -> TransformRecord
                            worker=os.getpid())
 
 
-def fill(record: TransformRecord, exchange: Exchange, status: int | str, error: str | None) -> TransformRecord:
+def fill(record: TransformRecord, exchange: Exchange, status: int | str, error: str | None,
+         error_code: str | None = None) -> TransformRecord:
     outcome, request = exchange.outcome, exchange.request
     record.model, record.route, record.status, record.error = request.model, exchange.route, status, error
+    record.error_code = error_code
     record.mode = exchange.target.tool_mode + (" vtc" if exchange.vtc else "")
     record.upstream = public_url(exchange.target.upstream)
     record.dialects = sorted(set(outcome.dialects))
@@ -52,6 +54,7 @@ def _fill_answer(record: TransformRecord, answer: dict[str, Any] | None) -> None
     record.finish_reason = answer["choices"][0].get("finish_reason")
     calls = [{"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
              for call in message.get("tool_calls") or []]
+    record.client_content = message.get("content")
     record.client_text = (message.get("content") or "") + (
         "\n\n" + json.dumps(calls, ensure_ascii=False, indent=2) if calls else "")
-    record.response_bytes = len(record.client_text.encode())
+    record.response_bytes = len(record.client_text.encode("utf-8", errors="replace"))

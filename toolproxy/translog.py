@@ -97,6 +97,7 @@ class TransformRecord:
     client_text: str = ""  # what the client received (content, and the calls as JSON)
     worker: int = 0  # os.getpid() of the worker that served it
     error_code: str | None = None  # ProxyError.code when the request failed; labels the upstream-error metric
+    client_content: str | None = None  # the content alone, for the downloadable test case
 
     def has_issues(self) -> bool:
         return bool(self.issues) or any(call.get("valid") is False for call in self.calls)

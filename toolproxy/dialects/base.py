@@ -120,6 +120,9 @@ class JsonSpan:
         self.in_string = False
         self.escaped = False
         self._stepping_until = -1  # in this stretch the bulk count failed: step bracket by bracket
+        # How far a bulk count looks ahead; doubled after each success. Without a bound, every new span in text
+        # with no more quotes would count to the end of the whole text: quadratic over many small spans.
+        self._reach = 256
 
     def feed(self, text: str, position: int = 0) -> int | None:
         """Index just past the value's end within `text`, or None while it is still open."""
@@ -149,13 +152,16 @@ class JsonSpan:
     def _step_code(self, text: str, position: int) -> tuple[int | None, int]:
         """(end of the value or None, where to go on)."""
         if position >= self._stepping_until:
-            quote = text.find('"', position)
-            stop = len(text) if quote < 0 else quote
+            limit = min(len(text), position + self._reach)
+            quote = text.find('"', position, limit)
+            stop = limit if quote < 0 else quote
             closes = text.count("}", position, stop) + text.count("]", position, stop)
             if closes < self.depth:  # the depth cannot reach zero before the next string: count in bulk
                 self.depth += text.count("{", position, stop) + text.count("[", position, stop) - closes
                 if quote >= 0:
                     self.in_string = True
+                else:
+                    self._reach *= 2
                 return None, stop + (quote >= 0)
             if self.depth:  # (at depth 0 we stand on the opening bracket: one step, then bulk counting again)
                 self._stepping_until = stop  # each stretch is counted at most once, so this stays linear

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any, Protocol
 
-from toolproxy.dialects.base import Call, Segment, Text, partial_suffix
+from toolproxy.dialects.base import Call, Segment, Text, merge_text, partial_suffix
 
 
 class Outcome(Enum):
@@ -48,8 +48,10 @@ class Reader(Protocol):
 
 
 class BlockScanner:
-    """`hint` finds where an opener may start (every place the reader opens at must match); `reach` is the longest
-    an unfinished opener can be, so how far back from the end a `<` may still become one."""
+    """`hint` finds where a block may open: it must match wherever the reader could find a call, and it should refuse,
+    with a lookahead (`cursor.ahead`), an opener after which the reader would go BAD at once, so that a flood of such
+    openers is skipped in C. `reach` is the longest an unfinished opener can be, so how far back from the end a `<`
+    may still become one."""
 
     def __init__(self, dialect: str, hint: re.Pattern[str], reach: int, new_reader: Callable[[], Reader]) -> None:
         self._dialect = dialect
@@ -72,7 +74,8 @@ class BlockScanner:
         while position < len(text):
             step = self._step_block if self._open else self._step_text
             position = step(text, position, out)
-        return _join_text(out)
+        # Text that only looked like markup can come in many pieces: joined once here, not one by one later.
+        return merge_text(out)
 
     def finish(self) -> list[Segment]:
         """An unfinished block is text: a call cut off by max_tokens must not become a half call. Only whole calls
@@ -145,24 +148,6 @@ class BlockScanner:
     def _reset(self) -> None:
         self._open, self._block, self._length, self._cuts = False, [], 0, []
         self._reader = self._new_reader()
-
-
-def _join_text(segments: list[Segment]) -> list[Segment]:
-    """Runs of text as one segment, joined once: text that only looked like markup can come in many pieces, and
-    joining them one by one later would be quadratic."""
-    joined: list[Segment] = []
-    run: list[str] = []
-    for segment in segments:
-        if isinstance(segment, Text):
-            run.append(segment.text)
-            continue
-        if any(run):
-            joined.append(Text("".join(run)))
-        joined.append(segment)
-        run = []
-    if any(run):
-        joined.append(Text("".join(run)))
-    return joined
 
 
 # Token readers for the dialects' step functions. Each answers a value or an `Outcome`: MORE when the text ends

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import marker, object_list, space
+from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, marker, object_list, space
 from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 
 OPENER = "<|START_ACTION|>"
@@ -34,7 +34,7 @@ class CommandRDialect:
 
 class CommandRScanner(TokenBlockScanner):
     def __init__(self) -> None:
-        super().__init__(CommandRDialect.name, (OPENER,))
+        super().__init__(CommandRDialect.name, (OPENER,), {OPENER: ahead(SPACE, OBJECT_LIST)})
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor

@@ -4,6 +4,9 @@ A step is a generator that reads from the `Cursor` and yields while what it need
 in pieces, the rest of a name, the end of a JSON value. What a step holds back is bounded (a marker, a name), and
 long runs (white space, a JSON body) are read as they come, so a block costs time linear in its length whatever
 the chunking. Once the text has ended, steps decide with what there is and never yield again.
+
+The same rules as regular expressions (`ahead` and its pieces) let a scanner skip, at C speed, an opener after which
+the steps would fail at once: a flood of openers in prose then costs no Python per opener.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ Read: TypeAlias = Generator[None, None, T]
 
 # A block that fails within this many characters is read again as text from just after its opener, so a marker
 # that a failed block swallowed (`[TOOL_CALLS][TOOL_CALLS]add...`) still counts. Longer failed blocks go out whole:
-# reading them again could be quadratic.
-REWIND_LIMIT = 256
+# reading them again could be quadratic. It covers the longest opener lookahead (`ahead`): a block that one-shot
+# parsing skips by its lookahead, streaming may open before the text that refutes it has come, and it must then be
+# read again just the same.
+REWIND_LIMIT = 1024
 
 _SPACE = re.compile(r"\s*")
 
@@ -187,3 +192,59 @@ def object_list(cursor: Cursor) -> Read[list[tuple[str, int]] | None]:
         if separator == "]":
             objects[-1] = (value, cursor.offset())  # the closing bracket goes with the last call
             return objects
+
+
+# Lookaheads: what the steps must find right after an opener, as one regular expression for the opener's pattern.
+# Each piece matches what its step accepts, or a beginning of it that runs to the end of the text so far (there the
+# step would wait, so the opener must still be found and held back). A lookahead may let through more than the
+# steps accept, never less: the steps stay the judges. It refuses only where a step fails before reading on, and
+# only within REWIND_LIMIT characters of the opener, so a block opened early is read again exactly as if skipped.
+# No piece backtracks: runs are possessive and bounded.
+
+SPACE = r"\s"
+"""White space, as `space` reads it; in `ahead`, a run longer than `SPACE_REACH` lets anything follow."""
+SPACE_REACH = 64
+JSON_START = r"[\[{]"
+_ANY = "(?s:.)"
+
+
+def ahead(*pieces: str) -> str:
+    """The pieces one after the other; the text may end before any of them."""
+    pattern = ""
+    for piece in reversed(pieces):
+        pattern = rf"(?:\Z|{_followed(piece, pattern)})"
+    return pattern
+
+
+def _followed(piece: str, rest: str) -> str:
+    if piece == SPACE:  # past its reach the lookahead lets anything through: the rest is left to the steps
+        return rf"(?:\s{{{SPACE_REACH}}}|\s{{0,{SPACE_REACH - 1}}}+{rest})"
+    return piece + rest
+
+
+def either(*pieces: str) -> str:
+    return "(?:" + "|".join(pieces) + ")"
+
+
+def literal(*words: str) -> str:
+    """One of `words` (`marker`'s rule); within a word's length of the end of the text, anything: it may yet come."""
+    longest = max(len(word) for word in words)
+    alternatives = [re.escape(word) for word in sorted(words, key=len, reverse=True)]
+    if longest > 1:
+        alternatives.append(rf"{_ANY}{{1,{longest - 1}}}+\Z")
+    return either(*alternatives)
+
+
+def run(char_class: str, limit: int) -> str:
+    """`word`'s rule: 1 to `limit` characters of `char_class`; a longer run fails, as the next piece must not begin
+    with one of them."""
+    return f"{char_class}{{1,{limit}}}+"
+
+
+def up_to(stop: str, limit: int) -> str:
+    """`until`'s rule: `stop` within `limit` characters (the first one), or the text ends before it could."""
+    return either(rf"(?>{_ANY}{{0,{limit}}}?{re.escape(stop)})", rf"{_ANY}{{0,{limit + len(stop) - 1}}}+\Z")
+
+
+OBJECT_LIST = ahead(literal("["), SPACE, literal("{"))
+"""How `object_list` begins: `[` and the first object's `{` (what the object holds is judged once it is read)."""

@@ -9,12 +9,27 @@ own end token. Arguments stay JSON text for `extraction.py` to judge.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import Cursor, Read, json_value, marker, peek, space, until
+from toolproxy.dialects.cursor import (
+    JSON_START,
+    SPACE,
+    Cursor,
+    Read,
+    ahead,
+    either,
+    json_value,
+    literal,
+    marker,
+    peek,
+    space,
+    until,
+    up_to,
+)
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
 
 CALLS_BEGIN = "<\uff5ctool\u2581calls\u2581begin\uff5c>"
@@ -24,6 +39,13 @@ CALL_END = "<\uff5ctool\u2581call\u2581end\uff5c>"
 SEP = "<\uff5ctool\u2581sep\uff5c>"
 FENCE = "```"
 _NAME_LIMIT = 128
+TOKEN = "<\uff5ctool\u2581"  # how every token of these calls begins
+# What `_call` needs after a call's begin token: a head free of other tokens, the separator, then JSON (V3.1) or a
+# name line and JSON or a fence. The head stops at the first token, so a flood of begin tokens is never scanned far.
+_HEAD = rf"(?:[^<]|<(?!{re.escape(TOKEN[1:])})){{0,{_NAME_LIMIT}}}+"
+_CALL = ahead(_HEAD, literal(SEP), SPACE,
+              either(JSON_START, ahead(up_to("\n", _NAME_LIMIT), SPACE, either(JSON_START, literal(FENCE)))))
+_FOLLOW = {CALL_BEGIN: _CALL, CALLS_BEGIN: ahead(SPACE, literal(CALL_BEGIN), _CALL)}
 
 
 class DeepSeekDialect:
@@ -40,7 +62,7 @@ class DeepSeekDialect:
 
 class DeepSeekScanner(TokenBlockScanner):
     def __init__(self) -> None:
-        super().__init__(DeepSeekDialect.name, (CALLS_BEGIN, CALL_BEGIN))
+        super().__init__(DeepSeekDialect.name, (CALLS_BEGIN, CALL_BEGIN), _FOLLOW)
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor
@@ -64,7 +86,7 @@ class DeepSeekScanner(TokenBlockScanner):
 def _call(cursor: Cursor) -> Read[tuple[str, str] | None]:
     """One call after its begin token, through its end token: (name, arguments as JSON text)."""
     head = yield from until(cursor, SEP, _NAME_LIMIT)
-    if head is None:
+    if head is None or TOKEN in head:  # another token before the separator: this call was abandoned
         return None
     yield from space(cursor)
     fenced = False

@@ -26,13 +26,19 @@ from toolproxy.dialects.block import (
     skip_space,
     trim_newlines,
 )
+from toolproxy.dialects.cursor import SPACE, ahead, either, literal, run
 
 _OPENER, _CLOSER = "<tool_call>", "</tool_call>"
 _KEY, _END_KEY = "<arg_key>", "</arg_key>"
 _VALUE, _END_VALUE = "<arg_value>", "</arg_value>"
-_HINT = re.compile(re.escape(_OPENER))
-_NAME = re.compile(r"[^\s<>\"'{}\[\]=,;]{1,128}")
+_NAME_CHAR = r"[^\s<>\"'{}\[\]=,;]"
+_NAME = re.compile(_NAME_CHAR + "{1,128}")
 _KEY_TEXT = re.compile(r"[^<>\n]{0,128}")
+# `<tool_call>` counts only when a name and then a key (with its value's tag) or the closer can follow: Hermes'
+# `<tool_call>{` and Qwen3-Coder's `<tool_call><function=` are skipped in C.
+_KEY_AHEAD = ahead(literal(_KEY), r"[^<>\n]{0,128}+", literal(_END_KEY), SPACE, literal(_VALUE))
+_HINT = re.compile(re.escape(_OPENER)
+                   + f"(?={ahead(SPACE, run(_NAME_CHAR, 128), SPACE, either(_KEY_AHEAD, literal(_CLOSER)))})")
 
 
 class GlmXmlDialect:

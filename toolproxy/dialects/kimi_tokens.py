@@ -17,13 +17,18 @@ from typing import Any
 
 from toolproxy.dialects.base import JsonSpan, ToolIndex
 from toolproxy.dialects.block import BlockScanner, Outcome, Step, match_word, read_word, skip_space
+from toolproxy.dialects.cursor import SPACE, ahead, literal, run
 
 _SECTION_BEGIN = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _SECTION_END = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
 _CALL_BEGIN, _CALL_END = "<|tool_call_begin|>", "<|tool_call_end|>"
 _ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
-_HINT = re.compile(r"<\|tool_call")
 _ID = re.compile(r"[^\s<>{}]{1,256}")
+# An opener counts only when a whole call can follow: id, argument marker, JSON object. Other `<|tool_call...`
+# tokens (Granite's `<|tool_call|>`) and floods of section markers are skipped in C.
+_CALL_AHEAD = ahead(SPACE, run(r"[^\s<>{}]", 256), SPACE, literal(_ARGUMENT_BEGIN), SPACE, literal("{"))
+_HINT = re.compile(rf"<\|tool_call(?:s?_section_begin\|>(?={ahead(SPACE, literal(_CALL_BEGIN), _CALL_AHEAD)})"
+                   rf"|_begin\|>(?={_CALL_AHEAD}))")
 
 
 class KimiDialect:

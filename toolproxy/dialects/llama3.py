@@ -14,11 +14,25 @@ from dataclasses import replace
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import Cursor, Read, json_value, marker, object_list, peek, space
+from toolproxy.dialects.cursor import (
+    OBJECT_LIST,
+    SPACE,
+    Cursor,
+    Read,
+    ahead,
+    either,
+    json_value,
+    literal,
+    marker,
+    object_list,
+    peek,
+    space,
+)
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner, calls_in
 
 OPENER = "<|python_tag|>"
 ENDS = ("<|eom_id|>", "<|eot_id|>")
+_FOLLOW = ahead(SPACE, either(OBJECT_LIST, literal("{")))  # a list of calls, or the first call's object
 
 
 class Llama3Dialect:
@@ -33,7 +47,7 @@ class Llama3Dialect:
 
 class Llama3Scanner(TokenBlockScanner):
     def __init__(self) -> None:
-        super().__init__(Llama3Dialect.name, (OPENER,))
+        super().__init__(Llama3Dialect.name, (OPENER,), {OPENER: _FOLLOW})
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor

@@ -14,7 +14,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import Cursor, Read, json_value, marker, object_list, peek, space, word
+from toolproxy.dialects.cursor import (
+    OBJECT_LIST,
+    SPACE,
+    Cursor,
+    Read,
+    ahead,
+    either,
+    json_value,
+    literal,
+    marker,
+    object_list,
+    peek,
+    run,
+    space,
+    word,
+)
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner, calls_in
 
 OPENER = "[TOOL_CALLS]"
@@ -23,6 +38,11 @@ CALL_ID = "[CALL_ID]"
 # Tool names and call ids: what OpenAI allows for names, plus dots and colons that namespaced tools use.
 _NAME = re.compile(r"[\w.:\-]*")
 _NAME_LIMIT = 128
+# What `_read` needs after the marker: a list of objects, one object, or a name, an optional id and an object.
+_NAMED = ahead(run(r"[\w.:\-]", _NAME_LIMIT),
+               either(ahead(literal(CALL_ID), run(r"[\w.:\-]", _NAME_LIMIT), literal(ARGS)), literal(ARGS), ""),
+               SPACE, literal("{"))
+_FOLLOW = ahead(SPACE, either(OBJECT_LIST, literal("{"), _NAMED))
 
 
 class MistralDialect:
@@ -38,7 +58,7 @@ class MistralDialect:
 
 class MistralScanner(TokenBlockScanner):
     def __init__(self) -> None:
-        super().__init__(MistralDialect.name, (OPENER,))
+        super().__init__(MistralDialect.name, (OPENER,), {OPENER: _FOLLOW})
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import object_list, space
+from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, object_list, space
 from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 
 
@@ -32,7 +32,7 @@ class PrefixedJsonDialect:
 
 class PrefixedJsonScanner(TokenBlockScanner):
     def __init__(self, dialect: str, opener: str) -> None:
-        super().__init__(dialect, (opener,))
+        super().__init__(dialect, (opener,), {opener: ahead(SPACE, OBJECT_LIST)})
 
     def _read(self, opener: str) -> Script:
         yield from space(self._cursor)

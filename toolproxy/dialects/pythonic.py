@@ -9,6 +9,7 @@ exponential on 150 characters). Nesting is bounded, and strings are read as they
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -18,10 +19,21 @@ from dataclasses import replace
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import Cursor, Read, marker, peek, space, word
+from toolproxy.dialects.cursor import (
+    SPACE,
+    SPACE_REACH,
+    Cursor,
+    Read,
+    ahead,
+    either,
+    literal,
+    marker,
+    peek,
+    space,
+    word,
+)
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
 
-_LINE_OPENER = re.compile(r"\n[ \t]*\[")  # the space run is bounded by the next character: linear
 _LINE_SPACE = re.compile(r"[ \t]*")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _NUMBER_RUN = re.compile(r"[\w.+\-]*")
@@ -37,6 +49,12 @@ _NAME_LIMIT = 128
 _NUMBER_LIMIT = 64
 _DEPTH_LIMIT = 32
 _INVALID = object()
+# What a call's first argument needs, for the opener's lookahead: a key, `=`, and how a value begins (brackets and
+# white space, then a quote, a number, a closer or a constant; an identifier at the end of the text may become one).
+# A longer run of brackets and white space lets anything follow, as `ahead` does for white space.
+_KEY_AHEAD = rf"[A-Za-z_]\w{{0,{_NAME_LIMIT - 1}}}+"
+_VALUE_AHEAD = (rf"(?:[\s\[({{]{{{SPACE_REACH}}}|[\s\[({{]{{0,{SPACE_REACH - 1}}}+(?:\Z|['\"\d+\-.\])}}]|"
+                rf"(?:True|False|None|true|false|null)(?!\w)|[A-Za-z_]\w{{0,{_NAME_LIMIT - 1}}}+\Z))")
 
 
 class PythonicDialect:
@@ -55,15 +73,18 @@ class PythonicScanner(TokenBlockScanner):
         super().__init__(PythonicDialect.name, ("[",))
         self._tools = tools
         self._line_start = True  # nothing but spaces and tabs since the last line break (or the start)
+        # A `[` counts only when a declared name, `(` and a first argument can follow: a Python list in an answer,
+        # or a flood of `[tool(a=` lines, is skipped in C.
+        self._bracket, self._line_bracket = _openers(tuple(name for name in tools if _IDENTIFIER.fullmatch(name)))
 
     def _find_opener(self) -> tuple[int, str] | None:
         cursor = self._cursor
         if self._line_start:
             lead = _LINE_SPACE.match(cursor.text, cursor.position)
             assert lead is not None
-            if cursor.text.startswith("[", lead.end()):
+            if self._bracket.match(cursor.text, lead.end()):
                 return lead.end(), "["
-        found = _LINE_OPENER.search(cursor.text, cursor.position)
+        found = self._line_bracket.search(cursor.text, cursor.position)
         return (found.end() - 1, "[") if found is not None else None
 
     def _hold(self) -> int:
@@ -100,6 +121,24 @@ class PythonicScanner(TokenBlockScanner):
             if separator == "]":
                 found[-1] = replace(found[-1], end=cursor.offset())
                 return found
+
+
+@functools.lru_cache(maxsize=64)  # a scanner is made per reply and after every call; tool sets repeat
+def _openers(names: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """`[` followed by what `_read` needs; and the same at the start of a line, where the run of spaces before `[`
+    ends at the next character."""
+    follow = call_ahead(names)
+    return re.compile(rf"\[(?={follow})"), re.compile(rf"\n[ \t]*+\[(?={follow})")
+
+
+def call_ahead(names: tuple[str, ...]) -> str:
+    """What `_read` needs after `[` before its first value (never, without a tool that can be called)."""
+    callable_names = sorted((name for name in names if len(name) <= _NAME_LIMIT), key=len, reverse=True)
+    if not callable_names:
+        return "(?!)"
+    name = either(rf"(?:{'|'.join(map(re.escape, callable_names))})(?!\w)", rf"[A-Za-z_]\w{{0,{_NAME_LIMIT - 1}}}+\Z")
+    argument = ahead(_KEY_AHEAD, SPACE, literal("="), SPACE, _VALUE_AHEAD)
+    return ahead(SPACE, name, SPACE, literal("("), SPACE, either(literal(")"), argument))
 
 
 def _keywords(cursor: Cursor) -> Read[dict[str, Any] | None]:

@@ -24,13 +24,19 @@ from toolproxy.dialects.block import (
     skip_space,
     trim_newlines,
 )
+from toolproxy.dialects.cursor import SPACE, ahead, either, literal
 
 _WRAPPER, _END_WRAPPER = "<tool_call>", "</tool_call>"
 _FUNCTION, _END_FUNCTION = "<function=", "</function>"
 _PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
-_HINT = re.compile(r"<(?:tool_call>|function=)")
 _NAME_TEXT = re.compile(r"[^<>\n]{0,128}")  # what lies between `=` and `>`; a line break means it is prose
 _NAME = re.compile(r"[^\s<>\"'=]{1,128}")
+# An opener counts only when the reader can go on after it: `<tool_call>` needs a function, a function needs its
+# `>` and then a parameter or its end. Hermes' `<tool_call>{` and GLM's `<tool_call>name` are skipped in C.
+_TAG_END = ahead(r"[^\S\n]{0,128}+", r"[^<>\s]", r"[^<>\n]{0,128}+", literal(">"))  # a name that is not blank
+_FUNCTION_AHEAD = ahead(_TAG_END, SPACE, either(ahead(literal(_PARAMETER), _TAG_END), literal(_END_FUNCTION)))
+_HINT = re.compile(rf"<(?:tool_call>(?={ahead(SPACE, literal(_FUNCTION), _FUNCTION_AHEAD)})"
+                   rf"|function=(?={_FUNCTION_AHEAD}))")
 
 
 class Qwen3XmlDialect:

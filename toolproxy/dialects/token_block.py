@@ -8,8 +8,9 @@ the reply exactly. What a block read past its last call (white space, a half cal
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -32,12 +33,12 @@ Script: TypeAlias = Read[list[Found] | None]
 class TokenBlockScanner:
     """Streams text through until one of `openers`, then runs the dialect's `_read` on the block that follows."""
 
-    def __init__(self, dialect: str, openers: Sequence[str]) -> None:
+    def __init__(self, dialect: str, openers: Sequence[str], follow: Mapping[str, str] | None = None) -> None:
+        """`follow` maps an opener to a lookahead (built with `cursor.ahead`) of what `_read` needs right after it:
+        an opener it refuses is skipped in C, so a flood of them in prose costs no Python per opener."""
         self._dialect = dialect
         self._openers = tuple(openers)
-        # Longest first, so that an opener that begins another never hides it.
-        alternatives = sorted(self._openers, key=len, reverse=True)
-        self._opener_pattern = re.compile("|".join(re.escape(opener) for opener in alternatives))
+        self._opener_pattern = _opener_pattern(self._openers, tuple(sorted((follow or {}).items())))
         self._cursor = Cursor()
         self._script: Script | None = None
         self._opener = ""
@@ -130,6 +131,15 @@ class TokenBlockScanner:
         if text or isinstance(segment, Call):
             out.append(segment)
             self._passed(text)
+
+
+@functools.cache  # a scanner is made per reply and after every call; the dialects' openers are few and fixed
+def _opener_pattern(openers: tuple[str, ...], follow: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
+    lookaheads = dict(follow)
+    # Longest first, so that an opener that begins another never hides it.
+    alternatives = sorted(openers, key=len, reverse=True)
+    return re.compile("|".join(re.escape(opener) + (f"(?={lookaheads[opener]})" if opener in lookaheads else "")
+                               for opener in alternatives))
 
 
 def calls_in(objects: list[tuple[str, int]] | None,
