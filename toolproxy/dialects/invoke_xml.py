@@ -9,6 +9,7 @@ instances of one class. Extra attributes (`<parameter name="p" type="string">`) 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,9 +43,7 @@ class InvokeXmlDialect:
     bare: bool  # whether an `<invoke>` without the wrapper is a call
 
     def scanner(self, tools: ToolIndex) -> BlockScanner:
-        openers = f"invoke|{re.escape(self.wrapper)}" if self.bare else re.escape(self.wrapper)
-        hint = re.compile(rf"<{_PREFIX}(?:{openers})")
-        return BlockScanner(self.name, hint, _MAX_TAG, lambda: InvokeReader(self, tools))
+        return BlockScanner(self.name, _hint(self.wrapper, self.bare), _MAX_TAG, lambda: InvokeReader(self, tools))
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
         """One call inside this dialect's wrapper, as Cline's prompt and MiniMax-M2's chat template write it."""
@@ -68,6 +67,20 @@ class _State(Enum):
     BODY = auto()  # inside an invoke: parameters or its end
     VALUE = auto()
     AFTER = auto()  # after an invoke inside the wrapper: another invoke or the wrapper's end
+
+
+@functools.cache
+def _hint(wrapper: str, bare: bool) -> re.Pattern[str]:
+    """Where a block may open. An opener is skipped in C, by the regex, only when the text already shows the
+    reader refusing it at a complete tag: a wrapper whose first tag (or the one after its first invoke) is another
+    opener, or such an invoke. Floods of openers cost no Python step each; anything less certain is left to the
+    reader, so streaming and one-shot parsing still agree."""
+    opener = rf"\s*<{_PREFIX}(?:{re.escape(wrapper)}|invoke)[\s>]"
+    invoke = r'\s+name="[^"<>]{0,64}"\s*>'
+    another_wrapper = rf"\s*<{_PREFIX}{re.escape(wrapper)}[\s>]"
+    wrapper_rule = rf"{re.escape(wrapper)}(?!>(?:{another_wrapper}|\s*<{_PREFIX}invoke{invoke}{opener}))"
+    rules = [wrapper_rule, rf"invoke(?!{invoke}{opener})"] if bare else [wrapper_rule]
+    return re.compile(rf"<{_PREFIX}(?:{'|'.join(rules)})")
 
 
 class InvokeReader:
