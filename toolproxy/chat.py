@@ -35,7 +35,7 @@ from toolproxy.response_transform import (
 )
 from toolproxy.streaming import HEARTBEAT, Relay
 from toolproxy.translog import TransformRecord
-from toolproxy.upstream import Upstream, UpstreamRequest
+from toolproxy.upstream import EventStream, Upstream, UpstreamRequest
 
 logger = logging.getLogger(__name__)
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -223,10 +223,25 @@ def _passthrough_stream(exchange: Exchange) -> Response:
     """Route 3: events go on as they arrive; only backend-only fields are removed."""
     exchange.route = "stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
-    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
-    exchange.relay = relay
     rename = exchange.request.model if exchange.target.upstream_model else None
     text = StreamText(exchange.settings.log_field_chars)
+
+    def convert(item: dict[str, Any]) -> list[dict[str, Any]]:
+        chunk = cleaning.clean_chunk(item, exchange.target.reasoning)
+        if rename:
+            chunk["model"] = rename
+        text.add(chunk, exchange)
+        return [chunk]
+
+    return relay_response(exchange, stream, convert)
+
+
+def relay_response(exchange: Exchange, stream: EventStream,
+                   convert: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> Response:
+    """A streaming upstream relayed event by event as it arrives, each chunk converted on the way, with
+    heartbeats while the upstream is silent; closing the response closes the upstream."""
+    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
+    exchange.relay = relay
 
     def produce() -> Iterator[bytes]:
         while True:
@@ -234,11 +249,7 @@ def _passthrough_stream(exchange: Exchange) -> Response:
             if item is HEARTBEAT:
                 yield sse.encode_comment("keep-alive")
             elif isinstance(item, dict):
-                chunk = cleaning.clean_chunk(item, exchange.target.reasoning)
-                if rename:
-                    chunk["model"] = rename
-                text.add(chunk, exchange)
-                yield sse.encode_event(chunk)
+                yield from map(sse.encode_event, convert(item))
             else:
                 yield sse.DONE
                 return

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from flask import Response
 
 from toolproxy import cleaning, sse, vtc
-from toolproxy.chat import Exchange, guarded, json_response, loop_guard_answer, loop_guard_reason, sse_response
+from toolproxy.chat import Exchange, json_response, loop_guard_answer, loop_guard_reason, relay_response, sse_response
 from toolproxy.client_history import history_to_native
 from toolproxy.client_prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.extraction import accept, scanner
 from toolproxy.response_transform import ChunkHeader, completion_chunks, police
-from toolproxy.streaming import HEARTBEAT, Relay
 
 logger = logging.getLogger(__name__)
 
@@ -83,26 +81,7 @@ def to_client(answer: dict[str, Any], writer: vtc.XmlWriter) -> dict[str, Any]:
 def _stream(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
     exchange.route = "vtc_stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
-    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
-    exchange.relay = relay
-    converter = StreamConverter(exchange, writer)
-
-    def produce() -> Iterator[bytes]:
-        while True:
-            item = relay.next(exchange.settings.heartbeat_interval)
-            if item is HEARTBEAT:
-                yield sse.encode_comment("keep-alive")
-            elif isinstance(item, dict):
-                yield from map(sse.encode_event, converter.convert(item))
-            else:
-                yield sse.DONE
-                return
-
-    def close() -> None:
-        relay.close()
-        stream.close()
-
-    return sse_response(guarded(exchange, produce, close))
+    return relay_response(exchange, stream, StreamConverter(exchange, writer).convert)
 
 
 class StreamConverter:
