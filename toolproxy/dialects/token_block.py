@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -30,7 +31,7 @@ class Found:
 Script: TypeAlias = Read[list[Found] | None]
 
 
-class TokenBlockScanner:
+class TokenBlockScanner(ABC):
     """Streams text through until one of `openers`, then runs the dialect's `_read` on the block that follows."""
 
     def __init__(self, dialect: str, openers: Sequence[str], follow: Mapping[str, str] | None = None) -> None:
@@ -54,9 +55,9 @@ class TokenBlockScanner:
         self._cursor, self._script = Cursor(), None
         return out
 
+    @abstractmethod
     def _read(self, opener: str) -> Script:
         """Read one block, its opener already read; the calls found, or None when it holds none."""
-        raise NotImplementedError
 
     def _find_opener(self) -> tuple[int, str] | None:
         cursor = self._cursor
@@ -70,7 +71,7 @@ class TokenBlockScanner:
         tail = cursor.text[max(cursor.position, len(cursor.text) - longest) :]
         return max(partial_suffix(tail, opener) for opener in self._openers)
 
-    def _passed(self, text: str) -> None:
+    def _passed(self, text: str) -> None:  # noqa: B027 (a hook with a default: most dialects need nothing)
         """Called with every piece of the reply once it is decided, in order; for dialects that track lines."""
 
     def _scan(self) -> list[Segment]:
