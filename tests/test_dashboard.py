@@ -127,3 +127,33 @@ def test_two_workers_share_one_log(upstream, start_gunicorn):
     total = sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
                 if sample.name == "toolproxy_requests_total")
     assert total >= 8, "metrics cover both workers"
+
+
+def test_in_flight_gauge_covers_a_stream_until_its_end(upstream, gunicorn_proxy):
+    proxy = gunicorn_proxy  # under gevent, as in production: the stream goes on after the view has returned
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]}
+    release = __import__("threading").Event()
+
+    def slow(request, wire):
+        wire.send_head(200, {"Content-Type": "text/event-stream"})
+        wire.send_chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        release.wait(5)
+        wire.send_chunk(f"data: {json.dumps({**chunk, 'choices': [{**chunk['choices'][0], 'finish_reason': 'stop'}]})}"
+                        "\n\ndata: [DONE]\n\n".encode())
+        wire.end_chunks()
+
+    def gauge() -> float:
+        text = requests.get(f"{proxy.url}/metrics", timeout=5).text
+        return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                   if sample.name == "toolproxy_in_flight_requests")
+
+    upstream.script = slow
+    with requests.post(f"{proxy.url}/v1/chat/completions", json=make_body(stream=True), stream=True,
+                       timeout=10) as response:
+        next(response.iter_lines())
+        assert gauge() == 1
+        release.set()
+        response.content  # noqa: B018 (read to the end)
+    time.sleep(0.2)
+    assert gauge() == 0

@@ -11,6 +11,7 @@ from toolproxy.chat import Exchange, answer, json_response
 from toolproxy.chat_request import parse_chat_request
 from toolproxy.errors import AuthenticationFailed, ProxyError
 from toolproxy.proxy import Proxy
+from toolproxy.translog import TransformRecord
 
 bp = Blueprint("api", __name__)
 
@@ -62,13 +63,20 @@ def chat_completions() -> Response:
     api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
     is_vtc = vtc.is_vtc(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
                         settings.vtc_client_patterns)
+    def finished(done: TransformRecord) -> None:
+        proxy.record(done)
+        proxy.metrics.request_finished()  # when the exchange ends: for a stream, after its last byte
+
     exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=is_vtc, record=record,
-                        sink=proxy.record)
+                        sink=finished)
+    proxy.metrics.request_started()
     try:
-        with proxy.metrics.in_flight():
-            return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
+        return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
     except ProxyError as error:
         exchange.log(error.status, error.message, error.code)
+        raise
+    except Exception:
+        exchange.log(500, "unexpected failure: see the proxy's log")
         raise
 
 

@@ -115,12 +115,18 @@ class Metrics:
     @contextmanager
     def in_flight(self) -> Iterator[None]:
         """Around a request: the in-flight gauge (summed over live workers in multiprocess mode)."""
-        gauge = self._instruments.in_flight
-        gauge.inc()
+        self.request_started()
         try:
             yield
         finally:
-            gauge.dec()
+            self.request_finished()
+
+    def request_started(self) -> None:
+        """For a request whose end comes later than its view returns (a stream): pair with request_finished."""
+        self._instruments.in_flight.inc()
+
+    def request_finished(self) -> None:
+        self._instruments.in_flight.dec()
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type, for `GET /metrics`."""
