@@ -177,3 +177,22 @@ def test_health_and_models(upstream, proxy):
     upstream.script = lambda request, wire: wire.send_json(models)
     assert requests.get(f"{proxy.url}/v1/models", timeout=5).json() == models
     assert upstream.received[0].path == "/v1/models"
+
+
+def test_server_reasoning_is_kept_beside_native_calls(upstream, proxy):
+    native = [{"id": "x", "type": "function", "function": {"name": "read", "arguments": '{"path": "/a"}'}}]
+    upstream.completion(None, finish_reason="tool_calls", tool_calls=native, reasoning_content="check /a first")
+    message = proxy.post(make_body("x", [READ])).json()["choices"][0]["message"]
+    assert message["reasoning_content"] == "check /a first" and len(message["tool_calls"]) == 1
+
+
+def test_unusable_native_calls_are_kept_as_text(upstream, proxy):
+    upstream.completion("", finish_reason="tool_calls", tool_calls=[{"id": "x", "function": "read"}])
+    choice = proxy.post(make_body("x", [READ])).json()["choices"][0]
+    assert "tool_calls" not in choice["message"] and '"function": "read"' in choice["message"]["content"]
+
+
+def test_plain_route_refuses_a_malformed_answer(upstream, proxy):
+    upstream.script = lambda request, wire: wire.send_json({"choices": 5})
+    response = proxy.post(make_body())
+    assert response.status_code == 502 and response.json()["error"]["code"] == "bad_upstream_response"

@@ -254,3 +254,20 @@ def test_every_xml_form_in_both_directions(upstream, proxy, written, prompt, exp
         content = accumulate(read_stream(response))["content"] if stream else \
             response.json()["choices"][0]["message"]["content"]
         assert content == expected
+
+
+def test_streamed_choices_are_scanned_apart(upstream, proxy):
+    def chunk(index: int, content: str | None, finish: str | None = None) -> dict:
+        delta = {"content": content} if content is not None else {}
+        return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+
+    events = [chunk(0, "Hello <"), chunk(1, "Bye"), chunk(0, "i>x"), chunk(1, " now"), chunk(0, None, "stop"),
+              chunk(1, None, "stop")]
+    upstream.script = lambda request, wire: wire.send_events(events)
+    got = read_stream(proxy.post(body(stream=True, n=2), headers=CLINE_UA))
+    texts: dict[int, str] = {0: "", 1: ""}
+    for event in got[:-1]:
+        for choice in event["choices"]:
+            texts[choice["index"]] += choice["delta"].get("content") or ""
+    assert texts == {0: "Hello <i>x", 1: "Bye now"}

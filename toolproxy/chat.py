@@ -29,6 +29,7 @@ from toolproxy.response_transform import (
     Outcome,
     ToolRequest,
     assistant_completion,
+    check_completion,
     completion_chunks,
     role_chunk,
     transform_completion,
@@ -152,8 +153,9 @@ def answer(exchange: Exchange) -> Response:
     if request.stream:
         return _passthrough_stream(exchange)
     exchange.route = "plain"
-    completion = cleaning.clean_completion(exchange.complete(exchange.upstream_request(stream=False)),
-                                           exchange.target.reasoning)
+    raw = exchange.complete(exchange.upstream_request(stream=False))
+    check_completion(raw)  # forwarded, but only when it is a chat completion: anything else is a 502
+    completion = cleaning.clean_completion(raw, exchange.target.reasoning)
     exchange.raw_texts = [model_text(choice) for choice in completion.get("choices") or []]
     exchange.final = completion
     if exchange.target.upstream_model:

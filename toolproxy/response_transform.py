@@ -97,7 +97,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
         native_part = accept(list(native), request.tools, request.policy)
     combined = Extraction([*native_part.calls, *text_part.segments, *_texts(native_part)],
                           [*native_part.issues, *text_part.issues], [*native_part.failures, *text_part.failures],
-                          text_part.reasoning if request.allow_calls else thought, text_part.kept_reasoning)
+                          _reasoning(text_part, thought, native, request), text_part.kept_reasoning)
     combined.segments = police(combined, request.access)
     outcome.add(combined)
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
@@ -128,6 +128,16 @@ def police(extraction: Extraction, access: AccessPolicy) -> list[Segment]:
     return policed
 
 
+def _reasoning(text_part: Extraction, thought: Any, native: list[Call], request: ToolRequest) -> str | None:
+    """The reasoning for `reasoning_content`. With native calls the server's reasoning field was not given to the
+    extraction (no call is rescued from it), so it is kept here, unless the model's setting drops reasoning."""
+    if not request.allow_calls or (native and thought):
+        if request.policy.reasoning == "drop":
+            return text_part.reasoning
+        return "\n\n".join(piece for piece in (thought, text_part.reasoning) if piece) or None
+    return text_part.reasoning
+
+
 def _texts(extraction: Extraction) -> list[Text]:
     return [segment for segment in extraction.segments if isinstance(segment, Text)]
 
@@ -140,7 +150,8 @@ def _native_segments(calls: Any) -> list[Call]:
     found = []
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):
+        if not isinstance(function, dict):  # unusable: it goes back as text with an issue, never silently away
+            found.append(Call("", None, json.dumps(call, ensure_ascii=False), "native"))
             continue
         name, arguments = str(function.get("name") or ""), function.get("arguments")
         # The arguments exactly as the server sent them, so a refused call reads as the model wrote it.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Response
@@ -33,7 +35,11 @@ def answer(exchange: Exchange) -> Response:
     reason = loop_guard_reason(exchange, vtc.structured_history(messages, exchange.tools, exchange.target.dialects))
     if reason is not None:
         return loop_guard_answer(exchange, reason)
-    writer = vtc.XmlWriter(vtc.xml_form(messages), exchange.settings.vtc_newlines, client)
+    form = vtc.xml_form(messages)
+
+    def writer() -> vtc.XmlWriter:  # one per choice: a writer remembers the line breaks its text ended with
+        return vtc.XmlWriter(form, exchange.settings.vtc_newlines, client)
+
     if exchange.target.vtc_native_bridge and _bridge(exchange, client):
         return _complete(exchange, writer)
     if exchange.request.stream:
@@ -53,7 +59,7 @@ def _bridge(exchange: Exchange, parsed: ClientTools) -> bool:
     return True
 
 
-def _complete(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
+def _complete(exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> Response:
     """A whole answer (the bridge always asks for one): calls as XML in content, as JSON or as a stream."""
     exchange.route = exchange.route or "vtc"
     answer = to_client(exchange.complete_tools(), writer)
@@ -65,7 +71,7 @@ def _complete(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
     return sse_response(iter([*map(sse.encode_event, chunks), sse.DONE]))
 
 
-def to_client(answer: dict[str, Any], writer: vtc.XmlWriter) -> dict[str, Any]:
+def to_client(answer: dict[str, Any], writer: Callable[[], vtc.XmlWriter]) -> dict[str, Any]:
     """Each choice's calls written into its content as XML; `tool_calls` removed, finish_reason `stop`."""
     for choice in answer["choices"]:
         message = choice["message"]
@@ -73,12 +79,12 @@ def to_client(answer: dict[str, Any], writer: vtc.XmlWriter) -> dict[str, Any]:
         if calls:
             segments: list[Segment] = [Text(message.get("content") or "")]
             segments += [Call(c["function"]["name"], _arguments(c), "", "native") for c in calls]
-            message["content"] = writer.write(segments)
+            message["content"] = writer().write(segments)
             choice["finish_reason"] = "stop"
     return answer
 
 
-def _stream(exchange: Exchange, writer: vtc.XmlWriter) -> Response:
+def _stream(exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> Response:
     exchange.route = "vtc_stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
     return relay_response(exchange, stream, StreamConverter(exchange, writer).convert)
@@ -88,16 +94,11 @@ class StreamConverter:
     """Upstream chunks in, client chunks out: content scanned as it arrives, calls (from the text or from native
     tool-call deltas) judged and written as XML, finish_reason `stop`."""
 
-    def __init__(self, exchange: Exchange, writer: vtc.XmlWriter) -> None:
+    def __init__(self, exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> None:
         self._exchange = exchange
         self._request = exchange.tool_request()
-        settings = exchange.settings
-        self._scanner = vtc.BoundedScanner(lambda: scanner(self._request.tools, self._request.dialects),
-                                           settings.max_buffer_bytes)
         self._writer = writer
-        self._native: dict[int, dict[str, str]] = {}
-        self._raw: list[str] = []  # for the transform log
-        self._sent: list[str] = []
+        self._choices: dict[int, _Choice] = {}  # each choice is scanned on its own (n > 1)
 
     def convert(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         chunk = cleaning.clean_chunk(chunk, self._exchange.target.reasoning)
@@ -110,19 +111,27 @@ class StreamConverter:
             out.append(chunk)  # the usage chunk
         return out
 
+    def _state(self, index: int) -> _Choice:
+        if index not in self._choices:
+            make = lambda: scanner(self._request.tools, self._request.dialects)  # noqa: E731
+            self._choices[index] = _Choice(vtc.BoundedScanner(make, self._exchange.settings.max_buffer_bytes),
+                                           self._writer())
+        return self._choices[index]
+
     def _convert_choice(self, chunk: dict[str, Any], choice: dict[str, Any]) -> list[dict[str, Any]]:
+        state = self._state(int(choice.get("index") or 0))
         delta = dict(choice.get("delta") or {})
         text = delta.pop("content", None) or ""
         for call in delta.pop("tool_calls", None) or []:
-            self._collect(call)
-        content = self._writer.write(self._judge(self._scanner.feed(text))) if text else ""
+            state.collect(call)
+        content = state.writer.write(self._judge(state.scanner.feed(text))) if text else ""
         finish = choice.get("finish_reason")
         out = []
-        self._raw.append(text)
+        state.raw.append(text)
         if finish:
-            content += self._writer.write(self._judge(self._scanner.finish() + self._native_calls()))
-            self._record(content, finish)
-        self._sent.append(content)
+            content += state.writer.write(self._judge(state.scanner.finish() + state.native_calls()))
+            self._record(state, content, finish)
+        state.sent.append(content)
         if content or (delta and not finish):
             out.append({**chunk, "choices": [{**choice, "delta": {**delta, **({"content": content} if content
                                                                                 else {})}, "finish_reason": None}]})
@@ -131,23 +140,12 @@ class StreamConverter:
                                               "stop" if finish == "tool_calls" else finish}]})
         return out
 
-    def _record(self, content: str, finish: str) -> None:
-        self._exchange.raw_texts = ["".join(self._raw)]
-        self._exchange.final = {"choices": [{"message": {"content": "".join(self._sent) + content},
+    def _record(self, state: _Choice, content: str, finish: str) -> None:
+        if state is not self._choices.get(0):
+            return  # the transform log shows the first choice
+        self._exchange.raw_texts = ["".join(state.raw)]
+        self._exchange.final = {"choices": [{"message": {"content": "".join(state.sent) + content},
                                              "finish_reason": "stop" if finish == "tool_calls" else finish}]}
-
-    def _collect(self, call: dict[str, Any]) -> None:
-        slot = self._native.setdefault(int(call.get("index") or 0), {"name": "", "arguments": ""})
-        function = call.get("function") or {}
-        slot["name"] += function.get("name") or ""
-        slot["arguments"] += function.get("arguments") or ""
-
-    def _native_calls(self) -> list[Segment]:
-        calls: list[Segment] = [Call(slot["name"], slot["arguments"], f'{{"name": "{slot["name"]}", "arguments": '
-                                     f'{slot["arguments"] or "{}"}}}', "native")
-                                for _, slot in sorted(self._native.items())]
-        self._native.clear()
-        return calls
 
     def _judge(self, segments: list[Segment]) -> list[Segment]:
         """The same judgement as for any answer: policy, schema typing, access policy."""
@@ -156,6 +154,30 @@ class StreamConverter:
         self._exchange.outcome.add(extraction)
         self._exchange.outcome.calls.extend(call.name for call in extraction.calls)
         return extraction.segments
+
+
+@dataclass(slots=True)
+class _Choice:
+    """What one streamed choice holds: its scanner, its writer, native call deltas, and its text for the log."""
+
+    scanner: vtc.BoundedScanner
+    writer: vtc.XmlWriter
+    native: dict[int, dict[str, str]] = field(default_factory=dict)
+    raw: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)
+
+    def collect(self, call: dict[str, Any]) -> None:
+        slot = self.native.setdefault(int(call.get("index") or 0), {"name": "", "arguments": ""})
+        function = call.get("function") or {}
+        slot["name"] += function.get("name") or ""
+        slot["arguments"] += function.get("arguments") or ""
+
+    def native_calls(self) -> list[Segment]:
+        calls: list[Segment] = [Call(slot["name"], slot["arguments"], f'{{"name": "{slot["name"]}", "arguments": '
+                                     f'{slot["arguments"] or "{}"}}}', "native")
+                                for _, slot in sorted(self.native.items())]
+        self.native.clear()
+        return calls
 
 
 def _arguments(call: dict[str, Any]) -> dict[str, Any]:
