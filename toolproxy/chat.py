@@ -175,11 +175,15 @@ def loop_guard_answer(exchange: Exchange, reason: str) -> Response:
     logger.warning("loop guard fired for model %s: %s", exchange.request.model, reason)
     completion = assistant_completion(reason, exchange.request.model)
     exchange.log(200)
+    return whole_answer(exchange, completion)
+
+
+def whole_answer(exchange: Exchange, answer: dict[str, Any]) -> Response:
+    """A finished answer as the client asked for it: one JSON object, or replayed as a stream."""
     if not exchange.request.stream:
-        return json_response(completion)
-    chunks = completion_chunks(completion, ChunkHeader.new(exchange.request.model),
-                               include_usage=exchange.request.include_usage, role_sent=False)
-    return sse_response(iter([*map(sse.encode_event, chunks), sse.DONE]))
+        return json_response(answer)
+    return sse_response(iter(_answer_chunks(exchange, answer, ChunkHeader.new(exchange.request.model),
+                                            role_sent=False)))
 
 
 def _rewrap_stream(exchange: Exchange) -> Response:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolproxy.client_prompt import INTEGER, NAME, REACH, ClientTools, Element, Finder, read_elements
-from toolproxy.dialects.base import Call, Text, merge_text
+from toolproxy.dialects.base import Call, Text, merge_text, trim_newlines
 from toolproxy.dialects.block import pad_newlines, render_value
 from toolproxy.dialects.chain import ChainScanner
 from toolproxy.dialects.registry import DIALECTS
@@ -151,12 +151,7 @@ def _typed(raw: str, schema: Any) -> Any:
         return int(value)
     if kind == "boolean" and value in ("true", "false"):
         return value == "true"
-    return _trim_newlines(raw)
-
-
-def _trim_newlines(raw: str) -> str:
-    """One line break after the opening tag and one before the closing tag are layout (as in tag_xml)."""
-    return raw.removeprefix("\n").removesuffix("\n")
+    return trim_newlines(raw)
 
 
 def _properties_of(schema: Any) -> Mapping[str, Any]:

@@ -11,7 +11,7 @@ import fnmatch
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import yaml
@@ -114,9 +114,7 @@ class Settings:
 
 
 # The settings a `models:` entry may override (besides upstream_model, which only a rule sets), and their kinds.
-_MODEL_DEFAULTS = ("upstream", "upstream_api_key", "tool_mode", "dialects", "unknown_tools", "invalid_arguments",
-                   "reasoning", "repair_rounds", "drop_params", "id_style", "tool_result_limit", "allow_tools",
-                   "deny_tools", "deny_arguments", "vtc_native_bridge")
+_MODEL_DEFAULTS = tuple(item.name for item in fields(ModelSettings) if item.name != "upstream_model")
 
 
 # Each setting: environment variable, YAML key, kind. The kind names a parser below.

@@ -12,6 +12,7 @@ from typing import Any
 from toolproxy.client_history import native_to_xml
 from toolproxy.client_prompt import ClientTools, parse_client_tools
 from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex
+from toolproxy.request_transform import text_of
 
 HEADER = "X-Toolproxy-VTC"
 
@@ -25,7 +26,7 @@ def is_vtc(user_agent: str, header: str | None, patterns: Sequence[str]) -> bool
 
 
 def system_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
-    return "\n\n".join(_text(message.get("content")) for message in messages
+    return "\n\n".join(text_of(message.get("content")) for message in messages
                        if message.get("role") in ("system", "developer"))
 
 
@@ -36,7 +37,7 @@ def client_tools(messages: Sequence[Mapping[str, Any]]) -> ClientTools:
 
 def xml_form(messages: Sequence[Mapping[str, Any]]) -> str:
     """"invoke" when the client teaches or uses `<function_calls>`/`<invoke>`, else its own tag-per-tool form."""
-    text = "".join(_text(message.get("content")) for message in messages
+    text = "".join(text_of(message.get("content")) for message in messages
                    if message.get("role") in ("system", "developer", "assistant"))
     return "invoke" if "<function_calls>" in text or "<invoke " in text else "tags"
 
@@ -114,9 +115,3 @@ class BoundedScanner:
 
 def _source(segment: Segment) -> str:
     return segment.text if isinstance(segment, Text) else segment.source
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
-    return "" if content is None else str(content)

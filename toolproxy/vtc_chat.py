@@ -16,13 +16,13 @@ from typing import Any
 
 from flask import Response
 
-from toolproxy import cleaning, sse, vtc
-from toolproxy.chat import Exchange, json_response, loop_guard_answer, loop_guard_reason, relay_response, sse_response
+from toolproxy import cleaning, vtc
+from toolproxy.chat import Exchange, loop_guard_answer, loop_guard_reason, relay_response, whole_answer
 from toolproxy.client_history import history_to_native
 from toolproxy.client_prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.extraction import accept, scanner
-from toolproxy.response_transform import ChunkHeader, completion_chunks, police
+from toolproxy.response_transform import police
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +64,7 @@ def _complete(exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> Respon
     exchange.route = exchange.route or "vtc"
     answer = to_client(exchange.complete_tools(), writer)
     exchange.log(200)
-    if not exchange.request.stream:
-        return json_response(answer)
-    chunks = completion_chunks(answer, ChunkHeader.new(exchange.request.model),
-                               include_usage=exchange.request.include_usage, role_sent=False)
-    return sse_response(iter([*map(sse.encode_event, chunks), sse.DONE]))
+    return whole_answer(exchange, answer)
 
 
 def to_client(answer: dict[str, Any], writer: Callable[[], vtc.XmlWriter]) -> dict[str, Any]:

@@ -91,6 +91,15 @@ def source_of(segments: Iterable[Segment]) -> str:
     return "".join(segment.text if isinstance(segment, Text) else segment.source for segment in segments)
 
 
+def trim_newlines(raw: str) -> str:
+    """One line break after the opening tag and one before the closing tag are layout, not value."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    return raw
+
+
 def partial_suffix(text: str, marker: str) -> int:
     """Length of the longest end of `text` that is a proper beginning of `marker` (what must be held back)."""
     for length in range(min(len(text), len(marker) - 1), 0, -1):

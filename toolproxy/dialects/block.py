@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any, Protocol
 
-from toolproxy.dialects.base import Call, Segment, Text, merge_text, partial_suffix
+from toolproxy.dialects.base import (
+    Call,
+    Segment,
+    Text,
+    merge_text,
+    partial_suffix,
+)
 
 
 class Outcome(Enum):
@@ -204,15 +210,6 @@ def read_value(text: str, position: int, closer: str) -> tuple[str, int, bool]:
         return text[position:index], index + len(closer), True
     hold = partial_suffix(text[max(position, len(text) - len(closer)) :], closer)
     return text[position : len(text) - hold], len(text) - hold, False
-
-
-def trim_newlines(raw: str) -> str:
-    """One line break after the opening tag and one before the closing tag are layout, not value."""
-    if raw.startswith("\n"):
-        raw = raw[1:]
-    if raw.endswith("\n"):
-        raw = raw[:-1]
-    return raw
 
 
 def pad_newlines(value: str) -> str:

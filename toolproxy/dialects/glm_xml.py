@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import ToolIndex, trim_newlines
 from toolproxy.dialects.block import (
     BlockScanner,
     Outcome,
@@ -24,7 +24,6 @@ from toolproxy.dialects.block import (
     read_word,
     render_value,
     skip_space,
-    trim_newlines,
 )
 from toolproxy.dialects.cursor import SPACE, ahead, either, literal, run
 

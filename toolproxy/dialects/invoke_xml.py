@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import ToolIndex, trim_newlines
 from toolproxy.dialects.block import (
     BlockScanner,
     Outcome,
@@ -25,7 +25,6 @@ from toolproxy.dialects.block import (
     read_value,
     render_value,
     skip_space,
-    trim_newlines,
 )
 
 _PREFIX = r"(?:[A-Za-z_][\w.\-]{0,31}:)?"  # one namespace prefix, as in `<ns:invoke>`

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, partial_suffix
+from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, partial_suffix, trim_newlines
 
 _TAG = re.compile(r"<([A-Za-z_][\w.\-]{0,63})>")
 _PARTIAL_TAG = re.compile(r"<[A-Za-z_][\w.\-]{0,63}\Z|<\Z")
@@ -163,7 +163,7 @@ def _value(raw: str, schema: Any) -> Any:
         nested = parse_elements(inner, schema)
         if nested is not None:
             return nested
-    return _trim_newlines(raw)
+    return trim_newlines(raw)
 
 
 def _items(body: str, schema: Any) -> list[Any] | None:
@@ -185,12 +185,3 @@ def _types(schema: Any) -> set[str]:
     if isinstance(kind, list):
         return {str(item) for item in kind}
     return {kind} if isinstance(kind, str) else set()
-
-
-def _trim_newlines(raw: str) -> str:
-    """One line break after the opening tag and one before the closing tag are layout, not value."""
-    if raw.startswith("\n"):
-        raw = raw[1:]
-    if raw.endswith("\n"):
-        raw = raw[:-1]
-    return raw
