@@ -1,6 +1,6 @@
 """gunicorn settings for toolproxy: gevent workers, bind and worker count from toolproxy's settings.
 
-`toolproxy.config` imports only the standard library and PyYAML, so loading it here, in the master, keeps
+`toolproxy.config.settings` imports only the standard library and PyYAML, so loading it here, in the master, keeps
 `ssl` and `requests` out until each worker has monkey-patched. `gunicorn -b HOST:PORT` still overrides `bind`.
 """
 
@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from toolproxy.config import ConfigError, exposure_problem, load_settings
+from toolproxy.config.settings import ConfigError, exposure_problem, load_settings
 
 try:
     _settings = load_settings()
@@ -51,6 +51,6 @@ def on_starting(server):
 
 
 def child_exit(server, worker):
-    from toolproxy.metrics import mark_process_dead  # imported late: keep the master free of the app's imports
+    from toolproxy.observe.metrics import mark_process_dead  # imported late: keep the master free of the app's imports
 
     mark_process_dead(worker.pid)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from toolproxy.dialects import deepseek
 from toolproxy.dialects.registry import DIALECTS
-from toolproxy.extraction import extract
+from toolproxy.meaning.extraction import extract
 
 MB = 1 << 20
 TOOLS = {"exec": {"type": "object", "properties": {"command": {"type": "string"}}},

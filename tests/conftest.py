@@ -22,7 +22,7 @@ from werkzeug.serving import make_server
 
 from tests.fake_upstream import FakeUpstream
 from toolproxy import create_app
-from toolproxy.config import Settings
+from toolproxy.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

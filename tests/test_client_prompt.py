@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproxy.client_history import history_to_native, native_to_xml
-from toolproxy.client_prompt import ClientTools, parse_client_tools, tool_names
+from toolproxy.clients.history import history_to_native, native_to_xml
+from toolproxy.clients.prompt import ClientTools, parse_client_tools, tool_names
 from toolproxy.dialects.base import Call, parse
 from toolproxy.dialects.registry import DIALECTS
 from toolproxy.dialects.tag_xml import parse_elements

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolproxy.config import ConfigError, Settings, exposure_problem, load_settings
+from toolproxy.config.settings import ConfigError, Settings, exposure_problem, load_settings
 
 
 def test_defaults_are_safe_and_demo():

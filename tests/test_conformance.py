@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from toolproxy.dialects.base import merge_text, parse, source_of
 from toolproxy.dialects.registry import DIALECTS
-from toolproxy.extraction import accept
+from toolproxy.meaning.extraction import accept
 
 RENDERING = sorted(name for name, dialect in DIALECTS.items() if hasattr(dialect, "render_call"))
 KEYS = st.from_regex(r"[a-z][a-z_]{0,11}", fullmatch=True)

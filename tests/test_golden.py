@@ -16,7 +16,7 @@ from tests.conftest import make_body
 from tests.sse_client import accumulate, read_stream
 from toolproxy.dialects.base import merge_text, source_of
 from toolproxy.dialects.registry import DIALECTS
-from toolproxy.extraction import accept, extract, scanner
+from toolproxy.meaning.extraction import accept, extract, scanner
 
 GOLDEN = Path(__file__).parent / "golden"
 CASES = sorted(path for path in GOLDEN.glob("*/*.json") if path.parent.name in DIALECTS)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproxy.json_repair import MAX_DEPTH, RepairResult, repair_arguments
+from toolproxy.meaning.json_repair import MAX_DEPTH, RepairResult, repair_arguments
 
 REPAIRED = [
     # vLLM dropping the final brace (vllm-project/vllm#32152, #22885).

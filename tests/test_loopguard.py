@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import make_body, make_tool, with_settings
 from tests.sse_client import accumulate, read_stream
-from toolproxy import loopguard
+from toolproxy.meaning import loopguard
 
 READ = make_tool("read", {"path": {"type": "string"}}, ["path"])
 

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from tests.conftest import make_body, make_tool, with_settings
-from toolproxy import schema
-from toolproxy.extraction import Policy, extract
+from toolproxy.meaning import schema
+from toolproxy.meaning.extraction import Policy, extract
 
 TOOLS = {
     "bash": {"type": "object", "properties": {"command": {"type": "string"}, "timeout": {"type": "number"},

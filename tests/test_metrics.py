@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from toolproxy.metrics import MULTIPROC_ENV, Metrics, call_outcomes, mark_process_dead, upstream_error_kind
-from toolproxy.translog import TransformRecord
+from toolproxy.observe.metrics import MULTIPROC_ENV, Metrics, call_outcomes, mark_process_dead, upstream_error_kind
+from toolproxy.observe.translog import TransformRecord
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -89,7 +89,7 @@ def test_instances_do_not_share_counts() -> None:
 
 def test_observe_never_raises(caplog: pytest.LogCaptureFixture) -> None:
     broken = make_record(repairs=None, calls=[call("a", "hermes")])  # type: ignore[arg-type]
-    with caplog.at_level(logging.ERROR, logger="toolproxy.metrics"):
+    with caplog.at_level(logging.ERROR, logger="toolproxy.observe.metrics"):
         Metrics().observe(broken)
     assert "not counted" in caplog.text
 

@@ -7,8 +7,8 @@ import json
 
 from tests.conftest import make_body, make_tool, with_settings
 from tests.sse_client import accumulate, read_stream
-from toolproxy.prompts import Demand, render_tool_prompt
-from toolproxy.request_transform import rewrite_history, short_id
+from toolproxy.transform.prompts import Demand, render_tool_prompt
+from toolproxy.transform.request_transform import rewrite_history, short_id
 
 SEED_READ = {"name": "read", "description": "Read a file from the filesystem with line numbers",
              "parameters": {"type": "object", "properties": {

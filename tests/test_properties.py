@@ -8,9 +8,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproxy import sse
 from toolproxy.dialects.base import merge_text, source_of
-from toolproxy.extraction import accept, scanner
+from toolproxy.meaning.extraction import accept, scanner
+from toolproxy.wire import sse
 
 TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}},
          "bash": {"type": "object", "properties": {"command": {"type": "string"}}}}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolproxy.dialects.registry import DIALECTS
-from toolproxy.extraction import extract
+from toolproxy.meaning.extraction import extract
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 EXAMPLES = dict(re.findall(r"^- `(\w+)` \([^\n]*?\): `(.+)`$", README, flags=re.M))

@@ -123,7 +123,7 @@ def test_native_tool_calls_are_normalized(upstream, proxy):
 
 
 def test_model_rules_route_and_rename(upstream, serve, settings):
-    from toolproxy.config import ModelRule
+    from toolproxy.config.settings import ModelRule
 
     rules = (ModelRule("qwen*", {"upstream": upstream.url, "upstream_model": "Qwen/Real-Name",
                                  "upstream_api_key": "sk-upstream-secret"}),)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from toolproxy import translog
-from toolproxy.translog import REDACTED, TransformLog, TransformRecord, redact, truncate
+from toolproxy.observe import translog
+from toolproxy.observe.translog import REDACTED, TransformLog, TransformRecord, redact, truncate
 
 SENTINEL = "sk-SENTINEL-7f3a9c"
 
@@ -235,7 +235,7 @@ def test_a_store_that_cannot_be_written_never_fails_add(tmp_path: Path, where: s
     blocker = tmp_path / "blocker"
     blocker.write_text("not a directory")
     data_dir = blocker if where == "file" else blocker / "data"
-    with caplog.at_level(logging.WARNING, logger="toolproxy.translog"):
+    with caplog.at_level(logging.WARNING, logger="toolproxy.observe.translog"):
         log = TransformLog(str(data_dir))
         log.add(make_record(1))
         log.flush()

@@ -6,9 +6,9 @@ import pytest
 
 from tests.conftest import with_settings
 from tests.sse_client import accumulate, read_stream
-from toolproxy import vtc
+from toolproxy.clients import vtc
 from toolproxy.dialects.base import source_of
-from toolproxy.extraction import scanner
+from toolproxy.meaning.extraction import scanner
 
 CLINE_PROMPT = """You are Cline, a highly skilled software engineer.
 

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from flask import Flask
 
-    from toolproxy.config import Settings
+    from toolproxy.config.settings import Settings
 
 __version__ = "0.1.0"
 
 
 def create_app(settings: Settings | None = None) -> Flask:
-    """The only way to build the app. Imported lazily because gunicorn's master loads `toolproxy.config`
+    """The only way to build the app. Imported lazily because gunicorn's master loads `toolproxy.config.settings`
     before the workers monkey-patch, and Flask (through `ssl`) must not be imported that early."""
-    from toolproxy.application import build_app
+    from toolproxy.web.application import build_app
 
     return build_app(settings)

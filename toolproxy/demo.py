@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from toolproxy.response_transform import new_completion_id
+from toolproxy.transform.response import new_completion_id
 
 DEMO_MODEL = "toolproxy-demo"
 _PATH = re.compile(r"[\w.~-]*/[\w./~-]+|[\w-]+\.\w{1,5}\b")

@@ -22,7 +22,7 @@ from toolproxy.dialects.cursor import OBJECT_LIST, REWIND_LIMIT, SPACE, ahead
 from toolproxy.dialects.pythonic import PythonicScanner
 from toolproxy.dialects.registry import DIALECTS
 from toolproxy.dialects.token_block import TokenBlockScanner
-from toolproxy.extraction import scanner as chain_scanner
+from toolproxy.meaning.extraction import scanner as chain_scanner
 
 _PREFIX = r"(?:[A-Za-z_][\w.\-]{0,31}:)?"
 # How the block dialects found openers before their lookaheads: every one went to the reader.

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolproxy import extraction
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text, parse, source_of
 from toolproxy.dialects.command_r import CommandRDialect
 from toolproxy.dialects.deepseek import CALL_BEGIN, CALL_END, CALLS_BEGIN, CALLS_END, SEP, DeepSeekDialect
@@ -26,7 +25,8 @@ from toolproxy.dialects.prefixed_json import PrefixedJsonDialect
 from toolproxy.dialects.pythonic import PythonicDialect
 from toolproxy.dialects.registry import AUTO_ORDER
 from toolproxy.dialects.registry import DIALECTS as REGISTERED
-from toolproxy.extraction import accept
+from toolproxy.meaning import extraction
+from toolproxy.meaning.extraction import accept
 
 DIALECTS: dict[str, Any] = {
     "mistral": MistralDialect(),

@@ -20,7 +20,7 @@ from toolproxy.dialects.invoke_xml import InvokeXmlDialect
 from toolproxy.dialects.kimi_tokens import KimiDialect
 from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
 from toolproxy.dialects.registry import DIALECTS as REGISTERED
-from toolproxy.extraction import accept
+from toolproxy.meaning.extraction import accept
 
 Dialect = Qwen3XmlDialect | GlmXmlDialect | KimiDialect | InvokeXmlDialect
 

@@ -6,12 +6,13 @@ import hmac
 
 from flask import Blueprint, Response, current_app, request
 
-from toolproxy import recording, vtc, vtc_chat
-from toolproxy.chat import Exchange, answer, json_response
-from toolproxy.chat_request import parse_chat_request
+from toolproxy.clients import vtc
 from toolproxy.errors import AuthenticationFailed, ProxyError
-from toolproxy.proxy import Proxy
-from toolproxy.translog import TransformRecord
+from toolproxy.observe.translog import TransformRecord
+from toolproxy.routes import recording, vtc_chat
+from toolproxy.routes.chat import Exchange, answer, json_response
+from toolproxy.routes.proxy import Proxy
+from toolproxy.transform.chat_request import parse_chat_request
 
 bp = Blueprint("api", __name__)
 

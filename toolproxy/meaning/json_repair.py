@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.jsonwire import depth_exceeds
+from toolproxy.wire.jsonwire import depth_exceeds
 
 MAX_DEPTH = 64
 

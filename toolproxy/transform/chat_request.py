@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolproxy import jsonwire, schema
 from toolproxy.dialects.base import ToolIndex
 from toolproxy.errors import InvalidRequest
+from toolproxy.meaning import schema
+from toolproxy.wire import jsonwire
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")

@@ -9,15 +9,15 @@ from pathlib import Path
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from toolproxy import api, dashboard, pages
-from toolproxy.chat import json_response
-from toolproxy.config import Settings, load_settings
+from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
-from toolproxy.proxy import Proxy
+from toolproxy.routes.chat import json_response
+from toolproxy.routes.proxy import Proxy
+from toolproxy.web import api, dashboard, pages
 
 logger = logging.getLogger("toolproxy")
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-STATIC = Path(__file__).resolve().parent.parent / "static"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC = Path(__file__).resolve().parent / "static"
 DEMO_BANNER = ("DEMO MODEL IN USE: no upstream is configured, so toolproxy answers with its built-in scripted "
                "model. Set TOOLPROXY_UPSTREAM=http://HOST:PORT/v1 to proxy a real server.")
 

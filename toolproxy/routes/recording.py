@@ -9,11 +9,11 @@ import string
 import time
 from typing import TYPE_CHECKING, Any
 
-from toolproxy.proxy import public_url
-from toolproxy.translog import TransformRecord
+from toolproxy.observe.translog import TransformRecord
+from toolproxy.routes.proxy import public_url
 
 if TYPE_CHECKING:
-    from toolproxy.chat import Exchange
+    from toolproxy.routes.chat import Exchange
 
 _ALPHABET = string.ascii_letters + string.digits
 

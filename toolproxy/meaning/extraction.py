@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolproxy import reasoning, schema
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.dialects.chain import ChainScanner
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
-from toolproxy.json_repair import repair_arguments
+from toolproxy.meaning import reasoning, schema
+from toolproxy.meaning.json_repair import repair_arguments
 
 
 @dataclass(frozen=True, slots=True)

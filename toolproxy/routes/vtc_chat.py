@@ -16,13 +16,14 @@ from typing import Any
 
 from flask import Response
 
-from toolproxy import cleaning, vtc
-from toolproxy.chat import Exchange, loop_guard_answer, loop_guard_reason, relay_response, whole_answer
-from toolproxy.client_history import history_to_native
-from toolproxy.client_prompt import ClientTools
+from toolproxy.clients import vtc
+from toolproxy.clients.history import history_to_native
+from toolproxy.clients.prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
-from toolproxy.extraction import accept, scanner
-from toolproxy.response_transform import police
+from toolproxy.meaning.extraction import accept, scanner
+from toolproxy.routes.chat import Exchange, loop_guard_answer, loop_guard_reason, relay_response, whole_answer
+from toolproxy.transform.response import police
+from toolproxy.wire import cleaning
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from toolproxy import jsonwire
+from toolproxy.wire import jsonwire
 
 DONE = b"data: [DONE]\n\n"
 _LINE_END = re.compile(rb"\r\n|\r|\n")

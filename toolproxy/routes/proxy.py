@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from toolproxy.config import ModelSettings, Settings
+from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
-from toolproxy.metrics import Metrics
-from toolproxy.translog import TransformLog, TransformRecord
-from toolproxy.upstream import HttpUpstream, Upstream
+from toolproxy.observe.metrics import Metrics
+from toolproxy.observe.translog import TransformLog, TransformRecord
+from toolproxy.upstream.client import HttpUpstream, Upstream
 
 HEALTH_TTL = 10.0
 

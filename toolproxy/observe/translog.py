@@ -20,7 +20,7 @@ from typing import Any
 
 from gevent import monkey
 
-from toolproxy import jsonwire
+from toolproxy.wire import jsonwire
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.config import ModelSettings
-from toolproxy.prompts import Demand, render_call, render_tool_prompt, render_tool_result
+from toolproxy.config.settings import ModelSettings
+from toolproxy.transform.prompts import Demand, render_call, render_tool_prompt, render_tool_result
 
 PROMPT_DIALECT = "hermes"  # Qwen's own format: the one most open models were tuned on
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolproxy.access import AccessPolicy
-from toolproxy.cleaning import clean_completion
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex
 from toolproxy.errors import UpstreamBadResponse
-from toolproxy.extraction import Extraction, Policy, accept, extract
+from toolproxy.meaning.access import AccessPolicy
+from toolproxy.meaning.extraction import Extraction, Policy, accept, extract
+from toolproxy.wire.cleaning import clean_completion
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 

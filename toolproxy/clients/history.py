@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolproxy.client_prompt import INTEGER, NAME, REACH, ClientTools, Element, Finder, read_elements
+from toolproxy.clients.prompt import INTEGER, NAME, REACH, ClientTools, Element, Finder, read_elements
 from toolproxy.dialects.base import Call, Text, merge_text, trim_newlines
 from toolproxy.dialects.block import pad_newlines, render_value
 from toolproxy.dialects.chain import ChainScanner

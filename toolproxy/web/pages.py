@@ -7,8 +7,8 @@ import time
 from flask import Blueprint, Response, current_app, make_response, render_template
 
 from toolproxy import __version__
-from toolproxy.dashboard import SECURITY_HEADERS
 from toolproxy.dialects.registry import DIALECT_NAMES
+from toolproxy.web.dashboard import SECURITY_HEADERS
 
 bp = Blueprint("pages", __name__)
 

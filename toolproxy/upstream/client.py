@@ -17,7 +17,6 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import NewConnectionError, ReadTimeoutError
 
-from toolproxy import jsonwire, sse
 from toolproxy.errors import (
     UpstreamBadResponse,
     UpstreamDisconnected,
@@ -26,6 +25,7 @@ from toolproxy.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from toolproxy.wire import jsonwire, sse
 
 logger = logging.getLogger(__name__)
 

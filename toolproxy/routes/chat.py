@@ -17,14 +17,17 @@ from typing import Any
 
 from flask import Response
 
-from toolproxy import cleaning, jsonwire, loopguard, recording, repair, request_transform, sse
-from toolproxy.access import AccessPolicy
-from toolproxy.chat_request import ChatRequest
-from toolproxy.config import ModelSettings, Settings
+from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.dialects.base import ToolIndex
 from toolproxy.errors import ProxyError
-from toolproxy.extraction import Policy
-from toolproxy.response_transform import (
+from toolproxy.meaning import loopguard
+from toolproxy.meaning.access import AccessPolicy
+from toolproxy.meaning.extraction import Policy
+from toolproxy.observe.translog import TransformRecord
+from toolproxy.routes import recording, repair
+from toolproxy.transform import request_transform
+from toolproxy.transform.chat_request import ChatRequest
+from toolproxy.transform.response import (
     ChunkHeader,
     Outcome,
     ToolRequest,
@@ -34,9 +37,9 @@ from toolproxy.response_transform import (
     role_chunk,
     transform_completion,
 )
-from toolproxy.streaming import HEARTBEAT, Relay
-from toolproxy.translog import TransformRecord
-from toolproxy.upstream import EventStream, Upstream, UpstreamRequest
+from toolproxy.upstream.client import EventStream, Upstream, UpstreamRequest
+from toolproxy.upstream.relay import HEARTBEAT, Relay
+from toolproxy.wire import cleaning, jsonwire, sse
 
 logger = logging.getLogger(__name__)
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolproxy.prompts import Demand
-from toolproxy.response_transform import Outcome
-from toolproxy.upstream import UpstreamRequest
+from toolproxy.transform.prompts import Demand
+from toolproxy.transform.response import Outcome
+from toolproxy.upstream.client import UpstreamRequest
 
 
 def reason(answer: dict[str, Any], outcome: Outcome, demand: Demand | None) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from toolproxy.config_values import PARSERS
+from toolproxy.config.values import PARSERS
 
 DEFAULT_BIND = "127.0.0.1:8003"
 MiB = 1024 * 1024

@@ -12,9 +12,10 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
-from toolproxy import __version__, jsonwire
-from toolproxy.api import is_authorized
-from toolproxy.proxy import Proxy
+from toolproxy import __version__
+from toolproxy.routes.proxy import Proxy
+from toolproxy.web.api import is_authorized
+from toolproxy.wire import jsonwire
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 metrics_bp = Blueprint("metrics", __name__)

@@ -9,10 +9,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from toolproxy.client_history import native_to_xml
-from toolproxy.client_prompt import ClientTools, parse_client_tools
+from toolproxy.clients.history import native_to_xml
+from toolproxy.clients.prompt import ClientTools, parse_client_tools
 from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex
-from toolproxy.request_transform import text_of
+from toolproxy.transform.request_transform import text_of
 
 HEADER = "X-Toolproxy-VTC"
 
@@ -48,7 +48,7 @@ def structured_history(messages: list[dict[str, Any]], tools: ToolIndex,
                        dialects: Sequence[str]) -> list[dict[str, Any]]:
     """The conversation with the XML tool uses in assistant turns as `tool_calls`, and the user turn that
     answers them as a tool result (VTC clients send results as the next user message), for the loop guard."""
-    from toolproxy.extraction import extract
+    from toolproxy.meaning.extraction import extract
 
     structured: list[dict[str, Any]] = []
     for message in messages:

@@ -1,0 +1,1 @@
+"""Settings: one frozen object built once from TOOLPROXY_* variables and the optional YAML file."""

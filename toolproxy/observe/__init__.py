@@ -1,0 +1,1 @@
+"""What the proxy shows about itself: transform records, the SQLite transform log, Prometheus metrics."""

@@ -1,0 +1,1 @@
+"""The chat routes: one Exchange per request, the order of its stages readable on one screen."""
