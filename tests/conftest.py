@@ -94,14 +94,16 @@ class Gunicorn:
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def wait_ready(self) -> Gunicorn:
-        deadline = time.monotonic() + 20
+        # Generous: a loaded machine may take many seconds to boot workers. A read timeout is not failure either:
+        # the socket is bound before a worker is ready to answer.
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {self.output()}")
             try:
-                requests.get(f"{self.url}/health", timeout=1)
+                requests.get(f"{self.url}/health", timeout=10)
                 return self
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.1)
         raise RuntimeError("gunicorn did not start")
 

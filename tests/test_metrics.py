@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from toolproxy.observe.metrics import MULTIPROC_ENV, Metrics, call_outcomes, mark_process_dead, upstream_error_kind
-from toolproxy.observe.translog import TransformRecord
+from toolproxy.observe.record import TransformRecord
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from toolproxy.observe import translog
-from toolproxy.observe.translog import REDACTED, TransformLog, TransformRecord, redact, truncate
+from toolproxy.observe.record import REDACTED, TransformRecord, redact, truncate
+from toolproxy.observe.translog import TransformLog
 
 SENTINEL = "sk-SENTINEL-7f3a9c"
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from toolproxy.version import __version__
+
 if TYPE_CHECKING:
     from flask import Flask
 
     from toolproxy.config.settings import Settings
 
-__version__ = "0.1.0"
+__all__ = ["__version__", "create_app"]
 
 
 def create_app(settings: Settings | None = None) -> Flask:

@@ -12,7 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolproxy.clients.prompt import INTEGER, NAME, REACH, ClientTools, Element, Finder, read_elements
+from toolproxy.clients.examples import INTEGER, NAME, Element, read_elements
+from toolproxy.clients.prompt import REACH, ClientTools, Finder
 from toolproxy.dialects.base import Call, Text, merge_text, trim_newlines
 from toolproxy.dialects.block import pad_newlines, render_value
 from toolproxy.dialects.chain import ChainScanner

@@ -9,10 +9,11 @@ no globals; every scan is linear (one pass with bounded look-ahead, `str.find`, 
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from toolproxy.clients.examples import NAME, Param, Section, examples_of, properties
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,6 @@ class ClientTools:
 
 # --- the system prompt ---------------------------------------------------------------------------------------------
 
-NAME = r"[A-Za-z_][\w.\-]{0,63}"
 _HEADING = re.compile(rf"^#{{2,3}}[ \t]+({NAME})[ \t]*$", re.M)
 _BOUNDARY = re.compile(r"^(?:#{1,3}[ \t]|={3,}[ \t]*$)", re.M)  # a heading or a `====` separator ends a section
 _LABEL = re.compile(r"(?:\*\*)?(Description|(?:Required |Optional )?Parameters|Usage(?: Examples?)?|"
@@ -37,43 +37,8 @@ _BULLET = re.compile(rf"([ \t]*)-[ \t]+({NAME})[ \t]*:[ \t]*(.*)")
 _MARKER = re.compile(r"\((required|optional)\)[ \t]*(?:(string|number|integer|boolean|array|object)\b[ \t]*)?", re.I)
 _KINDS = {"number": "integer", "integer": "integer", "boolean": "boolean", "string": "string",
           "array": "array", "object": "object"}
-_BOOLEAN_WORDS = re.compile(r"(?:An? )?boolean\b", re.I)
-_NUMBER_WORD = re.compile(r"\b(?:number|count)\b", re.I)
-INTEGER = re.compile(r"-?\d{1,18}")
-_OPEN = re.compile(rf"<({NAME})((?:\s[^<>]*)?)>")
-_NON_SPACE = re.compile(r"\S")
 _FENCE = "\n```"
 REACH = 20_000  # the longest usage example or code fence looked for; keeps every section scan bounded
-_MAX_DEPTH = 8  # nesting followed in usage examples
-
-
-@dataclass(slots=True)
-class _Param:
-    name: str
-    description: str
-    required: bool | None  # None: the prompt does not say
-    kind: str | None  # a type word after the marker: `(required) number`
-    more: list[str] = field(default_factory=list)  # continuation lines, indentation kept
-
-    def text(self) -> str:
-        return "\n".join([self.description, textwrap.dedent("\n".join(self.more))]).strip()
-
-
-@dataclass(slots=True)
-class _Section:
-    description: list[str] = field(default_factory=list)
-    params: list[_Param] = field(default_factory=list)
-    nested: dict[str, _Param] = field(default_factory=dict)  # bullets indented under a parameter, by name
-    labelled: bool = False
-    indent: int = -1  # the indentation of top-level bullets
-    last: _Param | None = None  # the bullet that continuation lines belong to
-
-
-@dataclass(frozen=True, slots=True)
-class Element:
-    name: str
-    attributes: str
-    inner: str
 
 
 def parse_client_tools(system_prompt: str) -> ClientTools:
@@ -174,21 +139,21 @@ def _tool(name: str, body: str) -> dict[str, Any] | None:
     if not body.strip():
         return None
     section = _read_section(body)
-    examples = _examples(body, name)
+    examples = examples_of(body, name)
     if not section.labelled and not examples:
         return None
-    properties, required = _properties(section, examples)
+    schema_properties, required = properties(section, examples)
     function: dict[str, Any] = {"name": name}
     description = "\n".join(section.description).strip()
     if description:
         function["description"] = description
-    function["parameters"] = {"type": "object", "properties": properties, "required": required}
+    function["parameters"] = {"type": "object", "properties": schema_properties, "required": required}
     return {"type": "function", "function": function}
 
 
-def _read_section(body: str) -> _Section:
+def _read_section(body: str) -> Section:
     """One pass over the lines: which label they are under decides what they are."""
-    section = _Section()
+    section = Section()
     mode, required, blank = "description", None, False
     for line in body.split("\n"):
         label = _LABEL.match(line)
@@ -216,7 +181,7 @@ def _mode_of(label: str) -> tuple[str, bool | None]:
     return "example", None
 
 
-def _read_parameter_line(section: _Section, line: str, required: bool | None, blank: bool) -> bool:
+def _read_parameter_line(section: Section, line: str, required: bool | None, blank: bool) -> bool:
     """Reads one line of a parameter list; True when the line is prose after the list (it then describes the tool)."""
     bullet = _BULLET.fullmatch(line)
     if bullet is not None:
@@ -233,7 +198,7 @@ def _read_parameter_line(section: _Section, line: str, required: bool | None, bl
     return False
 
 
-def _add_parameter(section: _Section, bullet: re.Match[str], required: bool | None) -> None:
+def _add_parameter(section: Section, bullet: re.Match[str], required: bool | None) -> None:
     indent, name, rest = bullet.groups()
     width = len(indent.expandtabs(4))
     marker = _MARKER.match(rest)
@@ -242,7 +207,7 @@ def _add_parameter(section: _Section, bullet: re.Match[str], required: bool | No
         required = marker.group(1).lower() == "required"
         kind = _KINDS.get((marker.group(2) or "").lower())
         rest = rest[marker.end() :]
-    param = _Param(name, rest.strip(), required, kind)
+    param = Param(name, rest.strip(), required, kind)
     if section.indent < 0:
         section.indent = width
     if width > section.indent:
@@ -252,115 +217,3 @@ def _add_parameter(section: _Section, bullet: re.Match[str], required: bool | No
     section.last = param
 
 
-def _examples(body: str, name: str) -> list[list[Element]]:
-    """The parameters of each `<name>...</name>` example that reads as elements; a bare mention of `<name>` in
-    prose before an example is skipped by taking the last opener before each closer."""
-    opener, closer = f"<{name}>", f"</{name}>"
-    examples: list[list[Element]] = []
-    position = 0
-    while (start := body.find(opener, position)) >= 0:
-        end = body.find(closer, start)
-        if end < 0:
-            break
-        start = body.rfind(opener, start, end)
-        elements = read_elements(body[start + len(opener) : end])
-        if elements is not None:
-            examples.append(elements)
-        position = end + len(closer)
-    return examples
-
-
-def _properties(section: _Section, examples: list[list[Element]]) -> tuple[dict[str, Any], list[str]]:
-    params = {param.name: param for param in section.params}
-    names = list(params) or list(dict.fromkeys(element.name for example in examples for element in example))
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for name in names:
-        values = [element.inner for example in examples for element in example if element.name == name]
-        param = params.get(name)
-        schema = _shape(values, section.nested, 1) or _leaf(values, param)
-        if param is not None and param.text():
-            schema["description"] = param.text()
-        properties[name] = schema
-        in_all = bool(examples) and all(any(element.name == name for element in example) for example in examples)
-        said = param.required if param is not None else None
-        if said or (said is None and in_all and not any("(optional)" in value for value in values)):
-            required.append(name)
-    return properties, required
-
-
-def _shape(values: list[str], nested: dict[str, _Param], depth: int) -> dict[str, Any] | None:
-    """An object (or an array of `<item>`s) when every example value is nested elements; None for plain text."""
-    trees = [read_elements(value) for value in values if value.strip()]
-    if not trees or depth > _MAX_DEPTH or any(not tree for tree in trees):
-        return None
-    parsed = [tree for tree in trees if tree]
-    children = list(dict.fromkeys(element.name for tree in parsed for element in tree))
-    if children == ["item"]:
-        items = [element.inner for tree in parsed for element in tree]
-        return {"type": "array", "items": _shape(items, nested, depth + 1) or _leaf(items, None)}
-    properties: dict[str, Any] = {}
-    for child in children:
-        inner = [element.inner for tree in parsed for element in tree if element.name == child]
-        param = nested.get(child)
-        schema = _shape(inner, nested, depth + 1) or _leaf(inner, param)
-        if any(sum(element.name == child for element in tree) > 1 for tree in parsed):
-            schema = {"type": "array", "items": schema}  # a repeated element (`<suggest>`, `<file>`) is a list
-        if param is not None and param.text():
-            schema["description"] = param.text()
-        properties[child] = schema
-    required = [child for child in children if all(any(e.name == child for e in tree) for tree in parsed)
-                and (nested[child].required is not False if child in nested else True)]
-    return {"type": "object", "properties": properties, "required": required}
-
-
-def _leaf(values: list[str], param: _Param | None) -> dict[str, Any]:
-    """A string unless the prompt leaves no doubt: a type word, `A boolean ...`, a `true or false` placeholder,
-    or a `number` whose examples are integers and never another single word."""
-    description = param.text() if param is not None else ""
-    kind = param.kind if param is not None else None
-    words = [value.strip() for value in values]
-    if kind is None and (_BOOLEAN_WORDS.match(description) or any(w.startswith("true or false") for w in words)):
-        kind = "boolean"
-    if kind is None and _NUMBER_WORD.search(description) and any(INTEGER.fullmatch(w) for w in words) \
-            and all(INTEGER.fullmatch(w) or " " in w for w in words):
-        kind = "integer"
-    if kind == "array":
-        return {"type": "array", "items": {"type": "string"}}
-    return {"type": kind or "string"}
-
-
-def read_elements(text: str) -> list[Element] | None:
-    """`<a>..</a> <b x="1">..</b>` as elements (inner text raw); None when anything else is there."""
-    elements: list[Element] = []
-    position = 0
-    while (found := _NON_SPACE.search(text, position)) is not None:
-        tag = _OPEN.match(text, found.start())
-        if tag is None or tag.group(2).rstrip().endswith("/"):
-            return None
-        end = _close_of(text, tag.group(1), tag.end())
-        if end < 0:
-            return None
-        elements.append(Element(tag.group(1), tag.group(2).strip(), text[tag.end() : end]))
-        position = end + len(tag.group(1)) + 3
-    return elements
-
-
-def _close_of(text: str, name: str, position: int) -> int:
-    """Where the element opened just before `position` closes, counting nested elements of the same name."""
-    opener, closer = f"<{name}", f"</{name}>"
-    depth = 1
-    while (close := text.find(closer, position)) >= 0:
-        nested = text.find(opener, position, close)
-        if nested >= 0 and text[nested + len(opener) : nested + len(opener) + 1] in (">", " ", "\t", "\n"):
-            depth += 1
-            position = nested + len(opener)
-            continue
-        if nested >= 0:
-            position = nested + len(opener)
-            continue
-        depth -= 1
-        if depth == 0:
-            return close
-        position = close + len(closer)
-    return -1

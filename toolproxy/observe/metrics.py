@@ -24,7 +24,7 @@ from prometheus_client import (
 )
 
 if TYPE_CHECKING:
-    from toolproxy.observe.translog import TransformRecord
+    from toolproxy.observe.record import TransformRecord
 
 logger = logging.getLogger(__name__)
 

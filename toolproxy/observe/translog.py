@@ -6,40 +6,28 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import json
 import logging
-import math
 import os
 import queue
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from gevent import monkey
 
+from toolproxy.observe import queries
+from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, redact_with, truncate, usable_secrets
 from toolproxy.wire import jsonwire
 
 logger = logging.getLogger(__name__)
 
-REDACTED = "[redacted]"
 FILE_NAME = "translog.sqlite3"
 BATCH_ROWS = 100
 BATCH_SECONDS = 0.2
 IDLE_SECONDS = 5.0  # a writer with nothing to do ends, and closes its connection; the next add starts another
 MAX_PENDING = 10_000  # rows waiting for the disk; beyond this a stuck disk costs records, never memory
 SCHEMA_ATTEMPTS = 20
-# (word that must be there, pattern): bounded quantifiers and a final greedy class, so linear; the pattern runs
-# only when its word is in the text, because a regex scan costs far more than `in`.
-_SECRET_PATTERNS = (
-    ("authorization", re.compile(
-        r"""(?i)(authorization["']?\s{0,8}[:=]\s{0,8}["']?\s{0,8}(?:bearer\s{1,8}|basic\s{1,8})?)[^\s"',;]+""")),
-    ("bearer", re.compile(r"\b(Bearer\s{1,8})[A-Za-z0-9._~+/=-]{12,}")),
-    ("key", re.compile(r"""(?i)(api[_-]?key["']?\s{0,8}[:=]\s{0,8}["']?)[^\s"',;&{}\[\]]+""")),
-)
-_SECRET_KEY = re.compile(r"(?i)(?:^|[_-])(?:api[_-]?key|authorization)$")  # api_key, x-api-key, OPENAI_API_KEY
 _SCHEMA = """CREATE TABLE IF NOT EXISTS records (
     id INTEGER PRIMARY KEY, request_id TEXT NOT NULL, started REAL NOT NULL, model TEXT NOT NULL,
     client TEXT NOT NULL, route TEXT NOT NULL,
@@ -53,88 +41,7 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS records (
 _INSERT = ("INSERT INTO records (request_id, started, model, client, route, status, has_issues, worker, overhead_ms, "
            "repairs, issue_count, dialects, summary, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _PRUNE = "DELETE FROM records WHERE id <= (SELECT max(id) FROM records) - ?"
-_STATS_TOTALS = ("SELECT count(*), coalesce(sum(typeof(status) = 'integer' AND status >= 400), 0), "
-                 "coalesce(sum(repairs), 0), coalesce(sum(issue_count), 0), coalesce(sum(has_issues), 0) FROM records")
-_STATS_GROUPS = {
-    "by_route": "SELECT route, count(*) FROM records GROUP BY route ORDER BY 2 DESC",
-    "by_status": "SELECT status, count(*) FROM records GROUP BY status ORDER BY 2 DESC",
-    "by_dialect": "SELECT value, count(DISTINCT records.id) FROM records, json_each(records.dialects) "
-                  "GROUP BY value ORDER BY 2 DESC",
-    "by_model": "SELECT model, count(*) FROM records GROUP BY model ORDER BY 2 DESC",
-    "by_client": "SELECT client, count(*) FROM records GROUP BY client ORDER BY 2 DESC",
-}
-_STATS_OVERHEAD = "SELECT overhead_ms FROM records ORDER BY overhead_ms"
-
 Row = tuple[Any, ...]
-
-
-@dataclass(slots=True)
-class TransformRecord:
-    """One per request, filled stage by stage."""
-
-    request_id: str  # "req_" + 16 random letters/digits, set at creation
-    started: float  # time.time()
-    client: str = ""  # User-Agent
-    address: str = ""  # client IP
-    model: str = ""
-    upstream: str = ""  # scheme://host:port only, never a path with credentials, never a key
-    route: str = ""  # tools_stream, tools, stream, plain, vtc, vtc_stream, vtc_bridge, loop_guard, error
-    mode: str = ""  # native or prompt (+ " vtc")
-    status: int | str = 0  # HTTP status, or "client_disconnected"
-    dialects: list[str] = field(default_factory=list)
-    calls: list[dict[str, Any]] = field(default_factory=list)  # name, arguments, raw_arguments, dialect, valid
-    issues: list[str] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)  # loop guard / access policy actions
-    repairs: int = 0
-    finish_reason: str | None = None
-    upstream_ms: float = 0.0
-    overhead_ms: float = 0.0
-    request_bytes: int = 0
-    response_bytes: int = 0
-    error: str | None = None
-    tools: Any = None  # the request's tools (as sent)
-    raw_text: str = ""  # the model's text as the upstream returned it
-    client_text: str = ""  # what the client received (content, and the calls as JSON)
-    worker: int = 0  # os.getpid() of the worker that served it
-    error_code: str | None = None  # ProxyError.code when the request failed; labels the upstream-error metric
-    client_content: str | None = None  # the content alone, for the downloadable test case
-
-    def has_issues(self) -> bool:
-        return bool(self.issues) or any(call.get("valid") is False for call in self.calls)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def redact(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every secret (of 4 characters or more) and anything shaped like a credential replaced."""
-    return _redact(text, _usable(secrets))
-
-
-def truncate(text: str, limit: int) -> str:
-    """The first `limit` characters, and how many were cut."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n[… {len(text) - limit} more characters cut]"
-
-
-def _usable(secrets: Sequence[str]) -> tuple[str, ...]:
-    # Longest first, so a key that contains a shorter key is still replaced whole. Shorter ones would redact
-    # ordinary words.
-    return tuple(sorted({secret for secret in secrets if len(secret) >= 4}, key=len, reverse=True))
-
-
-def _redact(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    if len(text) < 8:  # shorter than any credential the patterns look for
-        return text
-    lowered = text.lower()
-    for word, pattern in _SECRET_PATTERNS:
-        if word in lowered:
-            text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
-    return text
 
 
 class TransformLog:
@@ -146,7 +53,7 @@ class TransformLog:
         self.path = os.path.join(data_dir, FILE_NAME)
         self.max_records = max_records
         self.max_field_chars = max_field_chars
-        self._secrets = _usable(secrets)
+        self._secrets = usable_secrets(secrets)
         self._ready = False
         self._pid = 0
         self._dropped = 0
@@ -211,9 +118,9 @@ class TransformLog:
         """Every string redacted, then cut to the field limit; a string under a credential's name blanked (only a
         string: a tool's schema may well describe a parameter called `api_key`)."""
         if isinstance(value, str):
-            return truncate(_redact(value, self._secrets), self.max_field_chars)
+            return truncate(redact_with(value, self._secrets), self.max_field_chars)
         if isinstance(value, dict):
-            return {self._scrub(str(key)): REDACTED if isinstance(item, str) and _SECRET_KEY.search(str(key))
+            return {self._scrub(str(key)): REDACTED if isinstance(item, str) and SECRET_KEY.search(str(key))
                     else self._scrub(item) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return [self._scrub(item) for item in value]
@@ -314,43 +221,16 @@ class TransformLog:
                status: int | str | None = None, has_issues: bool | None = None,
                after_id: int | None = None) -> list[dict[str, Any]]:
         """Summaries, newest first, of the records matching every filter given."""
-        where, params = _filters(model=model, client=client, status=status, has_issues=has_issues,
-                                 after_id=after_id)
-        sql = f"SELECT id, summary FROM records{where} ORDER BY id DESC LIMIT ?"  # `where`: fixed fragments only
-        (rows,) = self._read([(sql, (*params, max(0, limit)))])
-        return [{"id": row_id, **json.loads(summary)} for row_id, summary in rows]
+        return queries.recent(self.path, limit, model=model, client=client, status=status, has_issues=has_issues,
+                              after_id=after_id)
 
     def get(self, record_id: int) -> dict[str, Any] | None:
         """The full record (redacted and truncated as stored), or None."""
-        (rows,) = self._read([("SELECT id, record FROM records WHERE id = ?", (record_id,))])
-        return {"id": rows[0][0], **json.loads(rows[0][1])} if rows else None
+        return queries.get(self.path, record_id)
 
     def stats(self) -> dict[str, Any]:
         """Counts over the stored records, all from one snapshot."""
-        results = self._read([(_STATS_TOTALS, ()), (_STATS_OVERHEAD, ()),
-                              *((sql, ()) for sql in _STATS_GROUPS.values())])
-        totals = results[0][0] if results[0] else (0, 0, 0, 0, 0)
-        overhead = [value for (value,) in results[1]]
-        stats: dict[str, Any] = dict(zip(("total", "errors", "repairs", "issues", "with_issues"), totals, strict=True))
-        stats |= {"overhead_p50_ms": _percentile(overhead, 50), "overhead_p95_ms": _percentile(overhead, 95)}
-        for name, rows in zip(_STATS_GROUPS, results[2:], strict=True):
-            stats[name] = {str(key): count for key, count in rows}
-        return stats
-
-    def _read(self, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:
-        """Each query's rows, in one read transaction. An unreadable store reads as empty (and is logged)."""
-        if not os.path.isfile(self.path):
-            return [[] for _ in queries]
-        try:
-            with contextlib.closing(sqlite3.connect(self.path, timeout=2, isolation_level=None)) as connection:
-                connection.execute("BEGIN")
-                results = [connection.execute(sql, params).fetchall() for sql, params in queries]
-                connection.execute("COMMIT")
-                return results
-        except sqlite3.Error as error:
-            logger.warning("transform log: cannot read %s: %s", self.path, error)
-            return [[] for _ in queries]
-
+        return queries.stats(self.path)
 
 class _Barrier:
     """Queued by `flush`: the writer marks it done once everything queued before it is written."""
@@ -385,26 +265,6 @@ def _summary(data: dict[str, Any], has_issues: bool) -> dict[str, Any]:
             "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
             "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],
             "issue_count": len(data["issues"]), "has_issues": has_issues}
-
-
-def _filters(*, model: str | None, client: str | None, status: int | str | None, has_issues: bool | None,
-             after_id: int | None) -> tuple[str, tuple[Any, ...]]:
-    """A WHERE clause of fixed fragments, and its parameters: no value is ever written into the SQL."""
-    if isinstance(status, str) and status.isdigit():
-        status = int(status)  # from a query string: "502" means the integer status stored
-    wanted = (("model = ?", model), ("client = ?", client), ("status = ?", status),
-              ("has_issues = ?", None if has_issues is None else int(has_issues)), ("id > ?", after_id))
-    used = [(fragment, value) for fragment, value in wanted if value is not None]
-    if not used:
-        return "", ()
-    return " WHERE " + " AND ".join(fragment for fragment, _ in used), tuple(value for _, value in used)
-
-
-def _percentile(sorted_values: list[float], percent: float) -> float:
-    """Nearest-rank percentile of values already in ascending order; 0.0 for none."""
-    if not sorted_values:
-        return 0.0
-    return float(sorted_values[max(0, math.ceil(percent / 100 * len(sorted_values)) - 1)])
 
 
 def _text(value: Any) -> str:

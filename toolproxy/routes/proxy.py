@@ -6,13 +6,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
 from toolproxy.observe.metrics import Metrics
-from toolproxy.observe.translog import TransformLog, TransformRecord
-from toolproxy.upstream.client import HttpUpstream, Upstream
+from toolproxy.observe.record import TransformRecord
+from toolproxy.observe.translog import TransformLog
+from toolproxy.upstream.client import HttpUpstream, Upstream, public_url
 
 HEALTH_TTL = 10.0
 
@@ -56,12 +56,3 @@ class Proxy:
         results = [{"url": public_url(url), "ok": self.http.answers(url)} for url in sorted(filter(None, urls))]
         self._health = (time.monotonic(), results)
         return results
-
-
-def public_url(url: str | None) -> str:
-    """scheme://host:port: no path, and never the credentials a URL may carry."""
-    if not url:
-        return "demo"
-    parts = urlsplit(url)
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"

@@ -21,7 +21,9 @@ from toolproxy.clients.history import history_to_native
 from toolproxy.clients.prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.meaning.extraction import accept, scanner
-from toolproxy.routes.chat import Exchange, loop_guard_answer, loop_guard_reason, relay_response, whole_answer
+from toolproxy.routes.chat import loop_guard_answer, loop_guard_reason, relay_response
+from toolproxy.routes.exchange import Exchange
+from toolproxy.routes.responses import whole_answer
 from toolproxy.transform.response import police
 from toolproxy.wire import cleaning
 

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -252,3 +253,12 @@ def _error_from_object(parsed: dict[str, Any], status: int) -> UpstreamStatusErr
         # vLLM sends a numeric code, OpenAI a string: always a string here.
         code=str(code) if code is not None else f"upstream_http_{status}",
     )
+
+
+def public_url(url: str | None) -> str:
+    """scheme://host:port: no path, and never the credentials a URL may carry."""
+    if not url:
+        return "demo"
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}"

@@ -8,10 +8,12 @@ from flask import Blueprint, Response, current_app, request
 
 from toolproxy.clients import vtc
 from toolproxy.errors import AuthenticationFailed, ProxyError
-from toolproxy.observe.translog import TransformRecord
-from toolproxy.routes import recording, vtc_chat
-from toolproxy.routes.chat import Exchange, answer, json_response
+from toolproxy.observe.record import TransformRecord, new_record
+from toolproxy.routes import vtc_chat
+from toolproxy.routes.chat import answer
+from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.proxy import Proxy
+from toolproxy.routes.responses import json_response
 from toolproxy.transform.chat_request import parse_chat_request
 
 bp = Blueprint("api", __name__)
@@ -51,7 +53,7 @@ def chat_completions() -> Response:
     proxy = current_proxy()
     settings = proxy.settings
     data = request.get_data(cache=False)
-    record = recording.new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data))
+    record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data))
     try:
         chat = parse_chat_request(data, settings.max_json_depth)
     except ProxyError as error:

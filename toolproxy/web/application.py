@@ -11,8 +11,8 @@ from werkzeug.exceptions import HTTPException
 
 from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
-from toolproxy.routes.chat import json_response
 from toolproxy.routes.proxy import Proxy
+from toolproxy.routes.responses import json_response
 from toolproxy.web import api, dashboard, pages
 
 logger = logging.getLogger("toolproxy")

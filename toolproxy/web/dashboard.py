@@ -12,8 +12,8 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
-from toolproxy import __version__
 from toolproxy.routes.proxy import Proxy
+from toolproxy.version import __version__
 from toolproxy.web.api import is_authorized
 from toolproxy.wire import jsonwire
 

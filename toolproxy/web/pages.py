@@ -6,8 +6,8 @@ import time
 
 from flask import Blueprint, Response, current_app, make_response, render_template
 
-from toolproxy import __version__
 from toolproxy.dialects.registry import DIALECT_NAMES
+from toolproxy.version import __version__
 from toolproxy.web.dashboard import SECURITY_HEADERS
 
 bp = Blueprint("pages", __name__)

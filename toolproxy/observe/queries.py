@@ -1,0 +1,92 @@
+"""The transform log's read side: summaries, one record, and stats, each from one read transaction on its own
+short connection, so the dashboard never waits on the writer."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import sqlite3
+from typing import Any
+
+logger = logging.getLogger("toolproxy.observe.translog")
+
+_STATS_TOTALS = ("SELECT count(*), coalesce(sum(typeof(status) = 'integer' AND status >= 400), 0), "
+                 "coalesce(sum(repairs), 0), coalesce(sum(issue_count), 0), coalesce(sum(has_issues), 0) FROM records")
+_STATS_GROUPS = {
+    "by_route": "SELECT route, count(*) FROM records GROUP BY route ORDER BY 2 DESC",
+    "by_status": "SELECT status, count(*) FROM records GROUP BY status ORDER BY 2 DESC",
+    "by_dialect": "SELECT value, count(DISTINCT records.id) FROM records, json_each(records.dialects) "
+                  "GROUP BY value ORDER BY 2 DESC",
+    "by_model": "SELECT model, count(*) FROM records GROUP BY model ORDER BY 2 DESC",
+    "by_client": "SELECT client, count(*) FROM records GROUP BY client ORDER BY 2 DESC",
+}
+_STATS_OVERHEAD = "SELECT overhead_ms FROM records ORDER BY overhead_ms"
+
+
+
+def recent(path: str, limit: int = 100, *, model: str | None = None, client: str | None = None,
+           status: int | str | None = None, has_issues: bool | None = None,
+           after_id: int | None = None) -> list[dict[str, Any]]:
+    """Summaries, newest first, of the records matching every filter given."""
+    where, params = _filters(model=model, client=client, status=status, has_issues=has_issues,
+                             after_id=after_id)
+    sql = f"SELECT id, summary FROM records{where} ORDER BY id DESC LIMIT ?"  # `where`: fixed fragments only
+    (rows,) = _read(path, [(sql, (*params, max(0, limit)))])
+    return [{"id": row_id, **json.loads(summary)} for row_id, summary in rows]
+
+
+def get(path: str, record_id: int) -> dict[str, Any] | None:
+    """The full record (redacted and truncated as stored), or None."""
+    (rows,) = _read(path, [("SELECT id, record FROM records WHERE id = ?", (record_id,))])
+    return {"id": rows[0][0], **json.loads(rows[0][1])} if rows else None
+
+
+def stats(path: str) -> dict[str, Any]:
+    """Counts over the stored records, all from one snapshot."""
+    results = _read(path, [(_STATS_TOTALS, ()), (_STATS_OVERHEAD, ()),
+                          *((sql, ()) for sql in _STATS_GROUPS.values())])
+    totals = results[0][0] if results[0] else (0, 0, 0, 0, 0)
+    overhead = [value for (value,) in results[1]]
+    stats: dict[str, Any] = dict(zip(("total", "errors", "repairs", "issues", "with_issues"), totals, strict=True))
+    stats |= {"overhead_p50_ms": _percentile(overhead, 50), "overhead_p95_ms": _percentile(overhead, 95)}
+    for name, rows in zip(_STATS_GROUPS, results[2:], strict=True):
+        stats[name] = {str(key): count for key, count in rows}
+    return stats
+
+
+def _read(path: str, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:
+    """Each query's rows, in one read transaction. An unreadable store reads as empty (and is logged)."""
+    if not os.path.isfile(path):
+        return [[] for _ in queries]
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=2, isolation_level=None)) as connection:
+            connection.execute("BEGIN")
+            results = [connection.execute(sql, params).fetchall() for sql, params in queries]
+            connection.execute("COMMIT")
+            return results
+    except sqlite3.Error as error:
+        logger.warning("transform log: cannot read %s: %s", path, error)
+        return [[] for _ in queries]
+
+
+def _filters(*, model: str | None, client: str | None, status: int | str | None, has_issues: bool | None,
+             after_id: int | None) -> tuple[str, tuple[Any, ...]]:
+    """A WHERE clause of fixed fragments, and its parameters: no value is ever written into the SQL."""
+    if isinstance(status, str) and status.isdigit():
+        status = int(status)  # from a query string: "502" means the integer status stored
+    wanted = (("model = ?", model), ("client = ?", client), ("status = ?", status),
+              ("has_issues = ?", None if has_issues is None else int(has_issues)), ("id > ?", after_id))
+    used = [(fragment, value) for fragment, value in wanted if value is not None]
+    if not used:
+        return "", ()
+    return " WHERE " + " AND ".join(fragment for fragment, _ in used), tuple(value for _, value in used)
+
+
+def _percentile(sorted_values: list[float], percent: float) -> float:
+    """Nearest-rank percentile of values already in ascending order; 0.0 for none."""
+    if not sorted_values:
+        return 0.0
+    return float(sorted_values[max(0, math.ceil(percent / 100 * len(sorted_values)) - 1)])

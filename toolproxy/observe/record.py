@@ -1,0 +1,118 @@
+"""One `TransformRecord` per request, filled stage by stage, and the redaction every stored string goes
+through: what a record may hold and what it must never hold."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import secrets
+import string
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+REDACTED = "[redacted]"
+# (word that must be there, pattern): bounded quantifiers and a final greedy class, so linear; the pattern runs
+# only when its word is in the text, because a regex scan costs far more than `in`.
+_SECRET_PATTERNS = (
+    ("authorization", re.compile(
+        r"""(?i)(authorization["']?\s{0,8}[:=]\s{0,8}["']?\s{0,8}(?:bearer\s{1,8}|basic\s{1,8})?)[^\s"',;]+""")),
+    ("bearer", re.compile(r"\b(Bearer\s{1,8})[A-Za-z0-9._~+/=-]{12,}")),
+    ("key", re.compile(r"""(?i)(api[_-]?key["']?\s{0,8}[:=]\s{0,8}["']?)[^\s"',;&{}\[\]]+""")),
+)
+SECRET_KEY = re.compile(r"(?i)(?:^|[_-])(?:api[_-]?key|authorization)$")  # api_key, x-api-key, OPENAI_API_KEY
+_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass(slots=True)
+class TransformRecord:
+    """One per request, filled stage by stage."""
+
+    request_id: str  # "req_" + 16 random letters/digits, set at creation
+    started: float  # time.time()
+    client: str = ""  # User-Agent
+    address: str = ""  # client IP
+    model: str = ""
+    upstream: str = ""  # scheme://host:port only, never a path with credentials, never a key
+    route: str = ""  # tools_stream, tools, stream, plain, vtc, vtc_stream, vtc_bridge, loop_guard, error
+    mode: str = ""  # native or prompt (+ " vtc")
+    status: int | str = 0  # HTTP status, or "client_disconnected"
+    dialects: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)  # name, arguments, raw_arguments, dialect, valid
+    issues: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)  # loop guard / access policy actions
+    repairs: int = 0
+    finish_reason: str | None = None
+    upstream_ms: float = 0.0
+    overhead_ms: float = 0.0
+    request_bytes: int = 0
+    response_bytes: int = 0
+    error: str | None = None
+    tools: Any = None  # the request's tools (as sent)
+    raw_text: str = ""  # the model's text as the upstream returned it
+    client_text: str = ""  # what the client received (content, and the calls as JSON)
+    worker: int = 0  # os.getpid() of the worker that served it
+    error_code: str | None = None  # ProxyError.code when the request failed; labels the upstream-error metric
+    client_content: str | None = None  # the content alone, for the downloadable test case
+
+    def has_issues(self) -> bool:
+        return bool(self.issues) or any(call.get("valid") is False for call in self.calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """`text` with every secret (of 4 characters or more) and anything shaped like a credential replaced."""
+    return redact_with(text, usable_secrets(secrets))
+
+
+def truncate(text: str, limit: int) -> str:
+    """The first `limit` characters, and how many were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[… {len(text) - limit} more characters cut]"
+
+
+def usable_secrets(secrets: Sequence[str]) -> tuple[str, ...]:
+    # Longest first, so a key that contains a shorter key is still replaced whole. Shorter ones would redact
+    # ordinary words.
+    return tuple(sorted({secret for secret in secrets if len(secret) >= 4}, key=len, reverse=True))
+
+
+def redact_with(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    if len(text) < 8:  # shorter than any credential the patterns look for
+        return text
+    lowered = text.lower()
+    for word, pattern in _SECRET_PATTERNS:
+        if word in lowered:
+            text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
+    return text
+
+
+
+
+def new_record(client: str, address: str, request_bytes: int) -> TransformRecord:
+    request_id = "req_" + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+    return TransformRecord(request_id, time.time(), client=client, address=address, request_bytes=request_bytes,
+                           worker=os.getpid())
+
+
+def fill_answer(record: TransformRecord, answer: dict[str, Any] | None) -> None:
+    """What the client received, as the dashboard shows it: the content, and the calls as JSON."""
+    if not answer or not answer.get("choices"):
+        return
+    message = answer["choices"][0].get("message") or {}
+    record.finish_reason = answer["choices"][0].get("finish_reason")
+    calls = [{"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
+             for call in message.get("tool_calls") or []]
+    record.client_content = message.get("content")
+    record.client_text = (message.get("content") or "") + (
+        "\n\n" + json.dumps(calls, ensure_ascii=False, indent=2) if calls else "")
+    record.response_bytes = len(record.client_text.encode("utf-8", errors="replace"))

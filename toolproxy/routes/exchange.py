@@ -1,0 +1,146 @@
+"""One request on its way through the proxy: the `Exchange` every stage fills in, and what it leaves in the
+transform log when it is over."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolproxy.config.settings import ModelSettings, Settings
+from toolproxy.dialects.base import ToolIndex
+from toolproxy.meaning.access import AccessPolicy
+from toolproxy.meaning.extraction import Policy
+from toolproxy.observe.record import TransformRecord, fill_answer
+from toolproxy.routes import repair
+from toolproxy.transform import request_transform
+from toolproxy.transform.chat_request import ChatRequest
+from toolproxy.transform.response import Outcome, ToolRequest, transform_completion
+from toolproxy.upstream.client import Upstream, UpstreamRequest, public_url
+from toolproxy.upstream.relay import Relay
+
+logger = logging.getLogger("toolproxy.routes.chat")  # one logger for the chat routes' one line per request
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request on its way through the proxy; each stage reads what the earlier ones settled."""
+
+    request: ChatRequest
+    target: ModelSettings
+    settings: Settings
+    upstream: Upstream
+    upstream_api_key: str | None
+    started: float = field(default_factory=time.monotonic)
+    route: str = ""
+    outcome: Outcome = field(default_factory=Outcome)
+    repairs: int = 0
+    vtc: bool = False  # a client that carries tool calls as XML in content (vtc.py)
+    tools: ToolIndex = field(default_factory=dict)  # the tools calls may name: the request's, or the client prompt's
+    body: dict[str, Any] = field(default_factory=dict)  # what goes upstream (before the per-model transform)
+    record: TransformRecord | None = None  # what the transform log will show
+    sink: Callable[[TransformRecord], None] | None = None  # where the record goes when the request is over
+    raw_texts: list[str] = field(default_factory=list)  # the model's text, per choice, as the upstream wrote it
+    final: dict[str, Any] | None = None  # the answer as the client got it (non-streaming shape)
+    upstream_seconds: float = 0.0
+    relay: Relay[dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        self.tools = self.tools or self.request.tools
+        self.body = self.body or self.request.body
+
+    def upstream_request(self, *, stream: bool) -> UpstreamRequest:
+        body = request_transform.upstream_body(self.body, self.target, stream=stream)
+        return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key)
+
+    def tool_request(self) -> ToolRequest:
+        """The tools the answer may call: all, the one tool_choice names, or none."""
+        target, demand = self.target, request_transform.demand_of(self.request.body.get("tool_choice"))
+        tools = self.tools
+        if demand is not None and demand.name:
+            tools = {demand.name: tools[demand.name]}
+        return ToolRequest(tools, target.dialects, Policy(target.unknown_tools, target.invalid_arguments,
+                                                          target.reasoning),
+                           parallel_calls=self.request.body.get("parallel_tool_calls") is not False,
+                           allow_calls=demand is not None, id_style=target.id_style,
+                           access=AccessPolicy(target.allow_tools, target.deny_tools, target.deny_arguments))
+
+    def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
+        self.raw_texts = [model_text(choice) for choice in completion.get("choices") or []]
+        answer, self.outcome = transform_completion(
+            completion, self.tool_request(), model=self.request.model if self.target.upstream_model else None)
+        self.outcome.repairs = self.repairs
+        self.final = answer
+        return answer
+
+    def complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            return self.upstream.complete(upstream_request)
+        finally:
+            self.upstream_seconds += time.monotonic() - started
+
+    def complete_tools(self) -> dict[str, Any]:
+        """The upstream's answer with its calls extracted; when a call attempt failed or a required call is
+        missing, the upstream is asked once more (per `repair_rounds`) with the exact error."""
+        upstream_request = self.upstream_request(stream=False)
+        completion = self.complete(upstream_request)
+        answer = self.transform(completion)
+        for _ in range(self.target.repair_rounds):
+            reason = repair.reason(answer, self.outcome, request_transform.demand_of(
+                self.request.body.get("tool_choice")))
+            if reason is None:
+                break
+            self.repairs += 1
+            upstream_request = repair.ask_again(upstream_request, completion, reason)
+            completion = self.complete(upstream_request)
+            answer = self.transform(completion)
+        return answer
+
+    def log(self, status: int | str, error: str | None = None, error_code: str | None = None) -> None:
+        if self.record is not None and self.sink is not None:
+            try:
+                self.sink(fill_record(self.record, self, status, error, error_code))
+            except Exception:  # an outer edge: the transform log must never fail a request
+                logger.exception("could not record the transform")
+        logger.info("chat route=%s mode=%s model=%s status=%s calls=%s dialects=%s repairs=%d issues=%s ms=%d",
+                    self.route, self.target.tool_mode, self.request.model, status,
+                    ",".join(self.outcome.calls) or "-", ",".join(sorted(set(self.outcome.dialects))) or "-",
+                    self.repairs, "; ".join(self.outcome.issues) or "-", (time.monotonic() - self.started) * 1000)
+
+
+def model_text(choice: dict[str, Any]) -> str:
+    """What the model wrote in one choice: its content, and native calls as the server returned them."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        return ""
+    calls = message.get("tool_calls")
+    return str(message.get("content") or "") + (f"\n\n[native tool_calls] {json.dumps(calls)}" if calls else "")
+
+
+def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, error: str | None,
+         error_code: str | None = None) -> TransformRecord:
+    outcome, request = exchange.outcome, exchange.request
+    record.model, record.route, record.status, record.error = request.model, exchange.route, status, error
+    record.error_code = error_code
+    record.mode = exchange.target.tool_mode + (" vtc" if exchange.vtc else "")
+    record.upstream = public_url(exchange.target.upstream)
+    record.dialects = sorted(set(outcome.dialects))
+    record.issues = list(outcome.issues)
+    record.actions = [issue for issue in outcome.issues if issue.startswith(("access policy", "Stopped by"))]
+    record.repairs = exchange.repairs
+    record.tools = request.body.get("tools") or (
+        [{"name": name, "parameters": schema} for name, schema in exchange.tools.items()] if exchange.vtc else None)
+    record.raw_text = "\n\n".join(exchange.raw_texts)
+    record.calls = [{**detail, "valid": not any(f"'{detail['name']}'" in failure for failure in outcome.failures)}
+                    for detail in outcome.details]
+    fill_answer(record, exchange.final)
+    total = time.monotonic() - exchange.started
+    upstream = exchange.upstream_seconds + (exchange.relay.waited if exchange.relay is not None else 0.0)
+    record.upstream_ms, record.overhead_ms = upstream * 1000, max(0.0, total - upstream) * 1000
+    return record
+
+
