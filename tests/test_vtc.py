@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import requests
 
 from tests.conftest import with_settings
 from tests.sse_client import accumulate, read_stream
+from tests.test_dashboard import wait_for_records
 from toolproxy.clients import vtc
 from toolproxy.dialects.base import source_of
 from toolproxy.meaning.extraction import scanner
@@ -60,17 +64,49 @@ def body(prompt: str = CLINE_PROMPT, stream: bool = False, **extra) -> dict:
                                                          {"role": "user", "content": "show me src/app.ts"}], **extra}
 
 
-@pytest.mark.parametrize(("agent", "header", "patterns", "expected"), [
-    ("Cline/3.17.0", None, ("cline", "kilo", "roo"), True),
-    ("kilo-code/4.1", None, ("cline", "kilo", "roo"), True),
-    ("RooCode/3.2", None, ("cline", "kilo", "roo"), True),
-    ("OpenAI/Python 2.1", None, ("cline", "kilo", "roo"), False),
-    ("Cline/3.17.0", None, (), False),
-    ("OpenAI/Python 2.1", "on", ("cline",), True),
-    ("Cline/3.17.0", "off", ("cline",), False),
+KILO_CLI = "Kilo-Code/7.7.7 ai-sdk/provider-utils/4.0.27 runtime/bun/1.3.14"  # what Kilo Code CLI 7.7.7 sends
+
+
+@pytest.mark.parametrize(("agent", "header", "patterns", "has_tools", "expected"), [
+    ("Cline/3.17.0", None, ("cline", "kilo", "roo"), False, True),
+    ("kilo-code/4.1", None, ("cline", "kilo", "roo"), False, True),
+    ("RooCode/3.2", None, ("cline", "kilo", "roo"), False, True),
+    ("OpenAI/Python 2.1", None, ("cline", "kilo", "roo"), False, False),
+    ("Cline/3.17.0", None, (), False, False),
+    ("OpenAI/Python 2.1", "on", ("cline",), False, True),
+    ("Cline/3.17.0", "off", ("cline",), False, False),
+    # native tools win over the User-Agent; only the explicit header still forces VTC
+    (KILO_CLI, None, ("cline", "kilo", "roo"), True, False),
+    ("Cline/3.17.0", None, ("cline",), True, False),
+    ("Cline/3.17.0", "on", ("cline",), True, True),
 ])
-def test_detection(agent, header, patterns, expected):
-    assert vtc.is_vtc(agent, header, patterns) is expected
+def test_route_choice(agent, header, patterns, has_tools, expected):
+    choice = vtc.choose_route(agent, header, patterns, has_tools)
+    assert choice.vtc is expected and choice.reason
+
+
+def test_a_client_that_sends_native_tools_gets_native_calls_whatever_its_user_agent(upstream, proxy):
+    """Kilo Code CLI 7.7.7: `kilo` in its User-Agent, 16 native tools; it must get `tool_calls`, not XML."""
+    upstream.completion(HERMES_CALL)
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": {
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+    request = {"model": "m", "messages": [{"role": "user", "content": "show me src/app.ts"}], "tools": tools}
+    for stream in (False, True):
+        reply = proxy.post({**request, "stream": stream}, headers={"User-Agent": KILO_CLI})
+        if stream:
+            message = accumulate(read_stream(reply))
+            calls, finish = message["tool_calls"], message["finish_reason"]
+            assert [(call["name"], json.loads(call["arguments"])) for call in calls] == [
+                ("read_file", {"path": "src/app.ts"})]
+            assert finish == ["tool_calls"] and "<read_file>" not in message["content"]
+        else:
+            choice = reply.json()["choices"][0]
+            assert choice["finish_reason"] == "tool_calls"
+            assert choice["message"]["tool_calls"][0]["function"]["name"] == "read_file"
+            assert "<read_file>" not in (choice["message"]["content"] or "")
+    records = wait_for_records(proxy.url, 2)
+    page = requests.get(f"{proxy.url}/dashboard/record/{records[0]['id']}", timeout=10).text
+    assert "route: native: the request carries tools (the User-Agent matches &#39;kilo&#39;)" in page
 
 
 def test_a_call_in_any_dialect_comes_back_as_the_clients_xml(upstream, proxy):
@@ -271,3 +307,13 @@ def test_streamed_choices_are_scanned_apart(upstream, proxy):
         for choice in event["choices"]:
             texts[choice["index"]] += choice["delta"].get("content") or ""
     assert texts == {0: "Hello <i>x", 1: "Bye now"}
+
+
+def test_the_dashboard_lists_the_calls_of_vtc_answers(upstream, proxy):
+    """The log line said `calls=read_file` while the dashboard listed none: both routes, streamed and whole."""
+    stream_text(upstream, proxy, ["I'll read it.\n\n", TAG_CALL])
+    upstream.completion(HERMES_CALL)
+    proxy.post(body(), headers=CLINE_UA)
+    whole, streamed = wait_for_records(proxy.url, 2)
+    assert (streamed["route"], streamed["calls"]) == ("vtc_stream", ["read_file"])
+    assert (whole["route"], whole["calls"]) == ("vtc", ["read_file"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from toolproxy.clients.history import native_to_xml
@@ -17,12 +18,26 @@ from toolproxy.transform.request_transform import text_of
 HEADER = "X-Toolproxy-VTC"
 
 
-def is_vtc(user_agent: str, header: str | None, patterns: Sequence[str]) -> bool:
-    """The explicit header wins; otherwise a case-insensitive match of the User-Agent (empty patterns: off)."""
-    if header is not None and header.strip().lower() in ("on", "off"):
-        return header.strip().lower() == "on"
+@dataclass(frozen=True, slots=True)
+class RouteChoice:
+    vtc: bool
+    reason: str  # for the transform log: why this route
+
+
+def choose_route(user_agent: str, header: str | None, patterns: Sequence[str], has_tools: bool) -> RouteChoice:
+    """VTC or native. The request body is a fact, the User-Agent a hint: a request that carries `tools` is answered
+    with native `tool_calls` whatever its User-Agent (Kilo Code CLI 7.7.7 says `Kilo-Code/7.7.7` and sends 16
+    native tools; XML in content made it run none). The explicit header wins over both."""
+    flag = (header or "").strip().lower()
+    if flag in ("on", "off"):
+        return RouteChoice(flag == "on", f"{HEADER}: {flag}")
     agent = user_agent.lower()
-    return any(pattern in agent for pattern in patterns)
+    matched = next((pattern for pattern in patterns if pattern and pattern in agent), None)
+    if matched is None:
+        return RouteChoice(False, "native: the User-Agent matches no VTC client pattern")
+    if has_tools:
+        return RouteChoice(False, f"native: the request carries tools (the User-Agent matches {matched!r})")
+    return RouteChoice(True, f"vtc: no tools in the request and the User-Agent matches {matched!r}")
 
 
 def system_prompt(messages: Sequence[Mapping[str, Any]]) -> str:

@@ -39,6 +39,7 @@ class TransformRecord:
     upstream: str = ""  # scheme://host:port only, never a path with credentials, never a key
     route: str = ""  # tools_stream, tools, stream, plain, vtc, vtc_stream, vtc_bridge, loop_guard, error
     mode: str = ""  # native or prompt (+ " vtc")
+    route_reason: str = ""  # why native tool_calls or VTC (XML in content) was chosen
     status: int | str = 0  # HTTP status, or "client_disconnected"
     dialects: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)  # name, arguments, raw_arguments, dialect, valid

@@ -39,6 +39,7 @@ class Exchange:
     outcome: Outcome = field(default_factory=Outcome)
     repairs: int = 0
     vtc: bool = False  # a client that carries tool calls as XML in content (vtc.py)
+    route_reason: str = ""  # why native or VTC, for the transform log
     tools: ToolIndex = field(default_factory=dict)  # the tools calls may name: the request's, or the client prompt's
     body: dict[str, Any] = field(default_factory=dict)  # what goes upstream (before the per-model transform)
     record: TransformRecord | None = None  # what the transform log will show
@@ -126,6 +127,7 @@ def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, 
     outcome, request = exchange.outcome, exchange.request
     record.model, record.route, record.status, record.error = request.model, exchange.route, status, error
     record.error_code = error_code
+    record.route_reason = exchange.route_reason
     record.mode = exchange.target.tool_mode + (" vtc" if exchange.vtc else "")
     record.upstream = public_url(exchange.target.upstream)
     record.dialects = sorted(set(outcome.dialects))

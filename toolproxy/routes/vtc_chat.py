@@ -151,7 +151,7 @@ class StreamConverter:
         extraction = accept(segments, self._request.tools, self._request.policy)
         extraction.segments = police(extraction, self._request.access)
         self._exchange.outcome.add(extraction)
-        self._exchange.outcome.calls.extend(call.name for call in extraction.calls)
+        self._exchange.outcome.returned(extraction.calls)
         return extraction.segments
 
 

@@ -46,6 +46,12 @@ class Outcome:
         self.issues.extend(extraction.issues)
         self.failures.extend(extraction.failures)
 
+    def returned(self, calls: Sequence[Call]) -> None:
+        """The calls the client gets, named for the log line and detailed for the transform log."""
+        self.calls.extend(call.name for call in calls)
+        self.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
+                             "source": call.source, "dialect": call.dialect} for call in calls)
+
 
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
@@ -102,9 +108,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
     outcome.add(combined)
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
     _assign_ids(calls, request.id_style)
-    outcome.calls.extend(call["function"]["name"] for call in calls)
-    outcome.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
-                            "source": call.source, "dialect": call.dialect} for call in combined.calls[:len(calls)])
+    outcome.returned(combined.calls[:len(calls)])
     message["role"] = "assistant"
     message["content"] = combined.content() if content or combined.calls or native else content
     if combined.reasoning:

@@ -64,17 +64,17 @@ def chat_completions() -> Response:
     target = settings.for_model(chat.model)
     # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
     api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
-    is_vtc = vtc.is_vtc(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
-                        settings.vtc_client_patterns)
+    route = vtc.choose_route(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
+                             settings.vtc_client_patterns, has_tools=bool(chat.tools))
     def finished(done: TransformRecord) -> None:
         proxy.record(done)
         proxy.metrics.request_finished()  # when the exchange ends: for a stream, after its last byte
 
-    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=is_vtc, record=record,
-                        sink=finished)
+    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=route.vtc,
+                        route_reason=route.reason, record=record, sink=finished)
     proxy.metrics.request_started()
     try:
-        return vtc_chat.answer(exchange) if is_vtc else answer(exchange)
+        return vtc_chat.answer(exchange) if route.vtc else answer(exchange)
     except ProxyError as error:
         exchange.log(error.status, error.message, error.code)
         raise
