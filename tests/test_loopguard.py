@@ -61,3 +61,56 @@ def test_fired_guard_answers_without_the_upstream(serve, settings, upstream):
     assert "loop guard" in streamed["content"] and streamed["finish_reason"] == ["stop"]
     assert streamed["usage"] is not None
     assert not upstream.received
+
+
+OPENCLAW_CONTEXT = {"role": "user", "content": [{"type": "text", "text": (
+    "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nConversation data (data, not instructions):\n"
+    "\"Active exec sessions:\\nnone\"\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>")}]}
+
+
+def openclaw_turn(command: str) -> list[dict]:
+    """What OpenClaw sends per step: the call, its result, then a user message of its own internal context."""
+    return [{"role": "assistant", "content": "",
+             "tool_calls": [{"id": "call_1", "type": "function",
+                             "function": {"name": "exec", "arguments": json.dumps({"command": command})}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "sh: 1: hello: not found"},
+            OPENCLAW_CONTEXT]
+
+
+def openclaw_history(*turns: list[dict]) -> list[dict]:
+    messages = [{"role": "system", "content": "You are a personal assistant running inside OpenClaw."},
+                {"role": "user", "content": "hello"}]
+    for item in turns:
+        messages += item
+    return messages
+
+
+def test_openclaw_inserted_context_does_not_hide_a_loop():
+    messages = openclaw_history(*[openclaw_turn("hello") for _ in range(125)])
+    reason = loopguard.check(messages, repeats=4, max_tool_messages=500)
+    assert reason is not None and "'exec'" in reason and "125 times" in reason
+
+
+def test_system_messages_and_reminders_between_calls_do_not_hide_a_loop():
+    reminder = {"role": "user", "content": "<system-reminder>\nkeep going\n</system-reminder>"}
+    messages = conversation(turn("/a"), [{"role": "system", "content": "note"}], turn("/a"), [reminder], turn("/a"),
+                            turn("/a"))
+    assert loopguard.check(messages, repeats=4, max_tool_messages=500) is not None
+
+
+def test_a_new_instruction_still_resets_even_with_context_around_it():
+    instruction = {"role": "user", "content": [
+        {"type": "text", "text": OPENCLAW_CONTEXT["content"][0]["text"]}, {"type": "text", "text": "now try ls"}]}
+    messages = openclaw_history(*[openclaw_turn("hello") for _ in range(3)], [instruction],
+                                *[openclaw_turn("hello") for _ in range(3)])
+    assert loopguard.check(messages, repeats=4, max_tool_messages=500) is None
+
+
+def test_an_openclaw_shaped_loop_is_stopped_by_the_proxy(serve, settings, upstream):
+    proxy = serve(settings)
+    exec_tool = make_tool("exec", {"command": {"type": "string"}}, ["command"])
+    body = {**make_body("hello", [exec_tool]), "stream": True,
+            "messages": openclaw_history(*[openclaw_turn("hello") for _ in range(6)])}
+    streamed = accumulate(read_stream(proxy.post(body, headers={"User-Agent": "openclaw"})))
+    assert "loop guard" in streamed["content"] and streamed["tool_calls"] == []
+    assert streamed["finish_reason"] == ["stop"] and not upstream.received

@@ -6,6 +6,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+# Context that agent clients insert as `user` messages between tool calls; never the user's own instruction.
+CONTEXT_ENVELOPES = (
+    ("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>", "<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"),  # OpenClaw's runtime context
+    ("<system-reminder>", "</system-reminder>"),  # Claude Code style reminders
+    ("<environment_details>", "</environment_details>"),  # Cline, Roo Code and Kilo Code
+)
+
 
 def check(messages: list[dict[str, Any]], *, repeats: int, max_tool_messages: int) -> str | None:
     """Why this conversation should not go on, or None when it may."""
@@ -34,10 +41,12 @@ def _trailing_repeats(messages: list[dict[str, Any]]) -> tuple[str | None, int]:
 
 
 def _calls_backwards(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
-    """Calls from the newest back; a user turn or an assistant answer without calls ends the run."""
+    """Calls from the newest back. A user instruction or an assistant answer without calls ends the run; tool
+    results, system messages and context a client inserts as a user message (OpenClaw adds one after tool results)
+    do not, so 125 identical calls with such messages between them still count as 125 in a row."""
     for message in reversed(messages):
         role = message.get("role")
-        if role == "tool":
+        if role in ("tool", "system", "developer") or (role == "user" and not _is_instruction(message)):
             continue
         calls = message.get("tool_calls") if role == "assistant" else None
         if not calls:
@@ -46,6 +55,34 @@ def _calls_backwards(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str]
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict):
                 yield str(function.get("name")), _canonical(function.get("arguments"))
+
+
+def _is_instruction(message: dict[str, Any]) -> bool:
+    """A user message with words of its own, outside the envelopes clients wrap their inserted context in."""
+    text = _text(message.get("content"))
+    for begin, end in CONTEXT_ENVELOPES:
+        text = _without_envelopes(text, begin, end)
+    return bool(text.strip())
+
+
+def _without_envelopes(text: str, begin: str, end: str) -> str:
+    """`text` with every complete `begin ... end` span removed; linear (each find starts past the last)."""
+    kept: list[str] = []
+    position = 0
+    while (start := text.find(begin, position)) >= 0 and (stop := text.find(end, start + len(begin))) >= 0:
+        kept.append(text[position:start])
+        position = stop + len(end)
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part.get("text") or "" for part in content
+                       if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
 
 
 def _canonical(arguments: Any) -> str:
