@@ -134,10 +134,42 @@ def test_model_rules_route_and_rename(upstream, serve, settings):
     sent = upstream.received[0]
     assert sent.json()["model"] == "Qwen/Real-Name"
     assert sent.headers["authorization"] == "Bearer sk-upstream-secret"
-    # A model no rule matches, with no global upstream, is answered by the demo model.
-    demo = proxy.post({**make_body("hi"), "model": "other"}).json()
-    assert "demo model" in demo["choices"][0]["message"]["content"]
+    # A model no rule matches, with no global upstream: 404 naming what is served, never the demo model.
+    typo = proxy.post({**make_body("hi"), "model": "gwen2.5-coder"})
+    error = typo.json()["error"]
+    assert typo.status_code == 404 and error["code"] == "model_not_found" and error["param"] == "model"
+    assert "'gwen2.5-coder'" in error["message"] and "qwen*" in error["message"]
+    streamed = proxy.post({**make_body("hi", stream=True), "model": "gwen2.5-coder"})
+    assert streamed.status_code == 404 and streamed.json()["error"]["code"] == "model_not_found"
     assert len(upstream.received) == 1
+
+
+def test_models_lists_what_the_routes_serve(upstream, serve, settings):
+    import requests
+
+    from toolproxy.config.settings import ModelRule
+
+    rules = (ModelRule("qwen2.5-coder", {"upstream": upstream.url}), ModelRule("llama*", {"upstream": upstream.url}))
+    proxy = serve(with_settings(settings, upstream=None, models=rules))
+    listed = {"object": "list", "data": [{"id": "llama-3.3-70b", "object": "model"},
+                                         {"id": "mistral-small", "object": "model"}]}
+    upstream.script = lambda request, wire: wire.send_json(listed)
+    names = [entry["id"] for entry in requests.get(f"{proxy.url}/v1/models", timeout=10).json()["data"]]
+    # the upstream's llama (a route sends it there), not its mistral (nothing would), and the configured name
+    assert names == ["llama-3.3-70b", "qwen2.5-coder"]
+    assert len(upstream.received) == 1  # one upstream, asked once
+
+
+def test_models_names_the_configured_models_when_the_upstream_is_down(serve, settings):
+    import requests
+
+    from tests.conftest import free_port
+    from toolproxy.config.settings import ModelRule
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    proxy = serve(with_settings(settings, upstream=None, models=(ModelRule("qwen2.5-coder", {"upstream": dead}),)))
+    answer = requests.get(f"{proxy.url}/v1/models", timeout=30).json()
+    assert [entry["id"] for entry in answer["data"]] == ["qwen2.5-coder"]
 
 
 def test_client_key_is_not_forwarded_when_the_proxy_has_keys(upstream, serve, settings):

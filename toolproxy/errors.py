@@ -52,6 +52,12 @@ class NotFound(ProxyError):
     code = "unknown_url"
 
 
+class ModelNotFound(ProxyError):
+    status = 404
+    error_type = "invalid_request_error"
+    code = "model_not_found"
+
+
 class UpstreamError(ProxyError):
     status = 502
     error_type = "upstream_error"

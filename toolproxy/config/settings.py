@@ -108,8 +108,11 @@ class Settings:
         return self.upstream is None and all(rule.overrides.get("upstream") is None for rule in self.models)
 
     def for_model(self, model: str) -> ModelSettings:
+        return self.for_model_rule(next((rule for rule in self.models if rule.matches(model)), None))
+
+    def for_model_rule(self, rule: ModelRule | None) -> ModelSettings:
+        """The globals with `rule` laid over them (the globals alone for None)."""
         base = ModelSettings(**{name: getattr(self, name) for name in _MODEL_DEFAULTS})
-        rule = next((rule for rule in self.models if rule.matches(model)), None)
         return base if rule is None else replace(base, **rule.overrides)
 
 

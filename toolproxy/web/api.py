@@ -9,7 +9,7 @@ from flask import Blueprint, Response, current_app, request
 from toolproxy.clients import vtc
 from toolproxy.errors import AuthenticationFailed, ProxyError
 from toolproxy.observe.record import TransformRecord, new_record
-from toolproxy.routes import vtc_chat
+from toolproxy.routes import models, vtc_chat
 from toolproxy.routes.chat import answer
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.proxy import Proxy
@@ -56,12 +56,12 @@ def chat_completions() -> Response:
     record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data))
     try:
         chat = parse_chat_request(data, settings.max_json_depth)
+        target = models.route(settings, chat.model)
     except ProxyError as error:
         record.route, record.status, record.error, record.error_code = "rejected", error.status, error.message, \
             error.code
         proxy.record(record)
         raise
-    target = settings.for_model(chat.model)
     # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
     api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
     route = vtc.choose_route(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
@@ -84,11 +84,9 @@ def chat_completions() -> Response:
 
 
 @bp.get("/v1/models")
-def models() -> Response:
+def list_models() -> Response:
     proxy = current_proxy()
-    target = proxy.settings.for_model("")
-    api_key = target.upstream_api_key or (client_token() if not proxy.settings.api_keys else None)
-    return json_response(proxy.upstream_for(target).models(target.upstream or "", api_key))
+    return json_response(models.list_models(proxy.settings, proxy.http, client_token()))
 
 
 @bp.get("/health")
