@@ -11,14 +11,25 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from toolproxy.clients.vtc import client_tools
+from toolproxy.meaning.loopguard import is_instruction
 from toolproxy.transform.response import new_completion_id
 
 DEMO_MODEL = "toolproxy-demo"
-_PATH = re.compile(r"[\w.~-]*/[\w./~-]+|[\w-]+\.\w{1,5}\b")
+# A file the user names: a path with a slash, or a name with a short extension that starts with a letter (not e.g.).
+_PATH = re.compile(r"(?<![\w/])(?:[\w.~-]*/[\w./~-]*\w|(?!(?:e\.g|i\.e)\b)[\w-]+\.[A-Za-z]\w{0,4}\b)")
+# Read-like tools across clients (read, read_file, Read, view, view_file, open_file, cat, readFile, ...), compared
+# lowercase without separators; and the parameters that take their path.
+_READ_TOOLS = frozenset({"read", "readfile", "view", "viewfile", "openfile", "cat", "fileread", "readtextfile",
+                         "getfilecontents"})
+_PATH_PARAMETERS = frozenset({"path", "filepath", "file", "filename", "targetfile", "absolutepath", "relativepath",
+                              "uri"})
+_SAFE_DEFAULTS: dict[Any, Any] = {"integer": 1, "number": 1, "boolean": False, "array": [], "object": {}}
 _WORD = re.compile(r"\s*\S+")
 _GREETING = ("Hello from toolproxy's built-in demo model. No upstream is configured, so this is a scripted "
-             "answer: set TOOLPROXY_UPSTREAM=http://HOST:PORT/v1 to proxy a real model. Send `tools` with your "
-             "request to watch a tool call written as text come back as `tool_calls`.")
+             "answer: set TOOLPROXY_UPSTREAM=http://HOST:PORT/v1 to proxy a real model. To watch a tool call "
+             "written as text come back as `tool_calls`, send a read tool (such as `read_file`) and name a file, "
+             "for example: read the file README.md.")
 
 
 class DemoUpstream:
@@ -63,51 +74,93 @@ class _DemoStream:
 
 
 def reply_text(body: dict[str, Any]) -> str:
-    messages = body.get("messages") or [{}]
-    last = messages[-1]
-    if last.get("role") == "tool":
-        result = _text_of(last.get("content"))
-        return f"The tool answered:\n\n{result[:500]}\n\n(That was toolproxy's demo model.)"
-    tools = [tool["function"] for tool in body.get("tools") or [] if isinstance(tool.get("function"), dict)]
-    if not tools or body.get("tool_choice") == "none":
+    """One scripted turn. Safe by construction: the only call it makes is to a read-like tool, with a path the user
+    wrote, and the user's words never become an argument of any other tool (pointed at this model, OpenClaw once ran
+    the prompt as a shell command 125 times). Once a tool has answered, it answers with text, so every client's turn
+    ends after one call."""
+    messages = [message for message in body.get("messages") or [] if isinstance(message, dict)]
+    instruction = _last_instruction(messages)
+    if instruction is None:
         return _GREETING
-    prompt = _text_of(last.get("content"))
-    tool = _choose_tool(tools, prompt)
-    arguments = _arguments(tool.get("parameters") or {}, prompt)
-    return _write_call(tool["name"], arguments, prompt.lower())
+    result = _tool_result_after(messages, instruction)
+    if result is not None:
+        return f"The tool answered:\n\n{result[:500]}\n\n(toolproxy's demo model makes one call, then stops.)"
+    prompt = _text_of(messages[instruction].get("content"))
+    call = None if body.get("tool_choice") == "none" else _read_call(_tools_of(body, messages), prompt)
+    if call is None:
+        return _GREETING
+    return _write_call(*call, prompt.lower())
 
 
-def _choose_tool(tools: list[dict[str, Any]], prompt: str) -> dict[str, Any]:
-    words = set(re.findall(r"[a-z0-9]+", prompt.lower()))
-    for tool in tools:
-        if words & set(re.findall(r"[a-z0-9]+", str(tool.get("name", "")).lower())):
-            return tool
-    return tools[0]
+def _last_instruction(messages: list[dict[str, Any]]) -> int | None:
+    """The index of the user's latest instruction (not context a client inserted as a user message)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "user" and is_instruction(message) and not _is_vtc_result(message):
+            return index
+    return None
 
 
-def _arguments(schema: dict[str, Any], prompt: str) -> dict[str, Any]:
-    properties = schema.get("properties") or {}
-    wanted = schema.get("required") or list(properties)[:1]
-    return {name: _sample(name, properties.get(name) or {}, prompt) for name in wanted}
+def _tool_result_after(messages: list[dict[str, Any]], instruction: int) -> str | None:
+    """The first tool result since the instruction: a `tool` message, or a VTC client's `[tool] Result:` text."""
+    for message in messages[instruction + 1:]:
+        if message.get("role") == "tool" or (message.get("role") == "user" and _is_vtc_result(message)):
+            return _text_of(message.get("content"))
+    return None
 
 
-def _sample(name: str, schema: dict[str, Any], prompt: str) -> Any:
-    kind = schema.get("type")
-    if kind in ("integer", "number"):
-        return 1
-    if kind == "boolean":
-        return True
-    if kind == "array":
-        return []
-    if kind == "object":
-        return {}
+def _is_vtc_result(message: dict[str, Any]) -> bool:
+    text = _text_of(message.get("content")).lstrip()
+    return text.startswith("[") and "] Result:" in text[:300]
+
+
+def _tools_of(body: dict[str, Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's tools, or those a VTC client's system prompt describes (Cline, Roo Code, Kilo Code)."""
+    tools = [tool.get("function") for tool in body.get("tools") or [] if isinstance(tool, dict)]
+    if not tools:
+        tools = [tool["function"] for tool in client_tools(messages).tools]
+    return [tool for tool in tools if isinstance(tool, dict) and isinstance(tool.get("name"), str)]
+
+
+def _read_call(tools: list[dict[str, Any]], prompt: str) -> tuple[str, dict[str, Any]] | None:
+    """A call to the first read-like tool whose other required parameters need no words of the user's, with the
+    path the prompt names; None when the prompt names no file or no such tool exists."""
     path = _PATH.search(prompt)
-    if path and any(hint in name.lower() for hint in ("path", "file", "dir")):
-        return path.group()
-    return prompt.strip()[:80] or name
+    if path is None:
+        return None
+    for tool in tools:
+        if _normal(tool["name"]) not in _READ_TOOLS:
+            continue
+        schema = tool.get("parameters")
+        arguments = _read_arguments(schema if isinstance(schema, dict) else {}, path.group())
+        if arguments is not None:
+            return tool["name"], arguments
+    return None
+
+
+def _read_arguments(schema: dict[str, Any], path: str) -> dict[str, Any] | None:
+    found = schema.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
+    path_names = [name for name in properties if _normal(name) in _PATH_PARAMETERS]
+    if not path_names:
+        return None
+    arguments: dict[str, Any] = {path_names[0]: path}
+    for name in schema.get("required") or []:
+        if name in arguments:
+            continue
+        kind = (properties.get(name) or {}).get("type")
+        if kind not in _SAFE_DEFAULTS:
+            return None  # a required text parameter would need the user's words: no call
+        arguments[name] = _SAFE_DEFAULTS[kind]
+    return arguments
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[^a-z]", "", name.lower())
 
 
 def _write_call(name: str, arguments: dict[str, Any], prompt: str) -> str:
+    """The call as local models write it: Roo-style XML for "xml", bare JSON for "json", else a `<tools>` block."""
     intro = f"I'll use the {name} tool for that.\n\n"
     if "xml" in prompt:
         fields = "".join(f"<{key}>{value if isinstance(value, str) else json.dumps(value)}</{key}>\n"

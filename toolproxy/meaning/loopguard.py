@@ -46,7 +46,7 @@ def _calls_backwards(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str]
     do not, so 125 identical calls with such messages between them still count as 125 in a row."""
     for message in reversed(messages):
         role = message.get("role")
-        if role in ("tool", "system", "developer") or (role == "user" and not _is_instruction(message)):
+        if role in ("tool", "system", "developer") or (role == "user" and not is_instruction(message)):
             continue
         calls = message.get("tool_calls") if role == "assistant" else None
         if not calls:
@@ -57,7 +57,7 @@ def _calls_backwards(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str]
                 yield str(function.get("name")), _canonical(function.get("arguments"))
 
 
-def _is_instruction(message: dict[str, Any]) -> bool:
+def is_instruction(message: dict[str, Any]) -> bool:
     """A user message with words of its own, outside the envelopes clients wrap their inserted context in."""
     text = _text(message.get("content"))
     for begin, end in CONTEXT_ENVELOPES:
