@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -27,3 +28,17 @@ def test_example_parses_pinned_and_automatic(name):
         assert (extraction.calls[0].name, extraction.calls[0].arguments) == ("read", {"path": "a.py"})
         assert extraction.calls[0].dialect == name
         assert extraction.content() is None
+
+
+def test_the_python_sdk_snippet_runs_as_written(serve, settings, capsys):
+    """Copied from the README and run against the demo model, with only the address changed."""
+    from tests.conftest import with_settings
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**OpenAI SDK (Python)**"):]
+    snippet = section[section.index("```python\n") + 10:section.index("\n```", section.index("```python"))]
+    proxy = serve(with_settings(settings, upstream=None))
+    exec(snippet.replace("http://127.0.0.1:8003", proxy.url), {})
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("call #0: read_file "))
+    assert json.loads(line.removeprefix("call #0: read_file ")) == {"path": "README.md"}
