@@ -1,17 +1,22 @@
 # The two commands a user needs. Both create .venv and install what they need on a fresh machine.
 PYTHON ?= python3
+# `make run VENV=...` builds and runs another environment (the smoke step does).
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test browser bench bench-parse clean
+.PHONY: run test smoke browser bench bench-parse clean
 
 run: $(VENV)/.runtime
 	$(BIN)/gunicorn -c gunicorn.conf.py app:app
 
-test: $(VENV)/.test browser
+test: $(VENV)/.test browser smoke
 	$(BIN)/ruff check toolproxy tests app.py gunicorn.conf.py bench
 	$(BIN)/mypy --strict toolproxy
 	$(BIN)/pytest
+
+# `make run` exactly as a new user runs it, in a virtual environment built from requirements.txt alone.
+smoke:
+	$(PYTHON) tests/smoke_make_run.py
 
 bench: $(VENV)/.test
 	$(BIN)/python bench/overhead.py
@@ -35,4 +40,4 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-smoke .pytest_cache .mypy_cache .ruff_cache .hypothesis
