@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import openai
 import pytest
@@ -122,3 +124,54 @@ def test_secrets_never_reach_logs_or_answers(upstream, start_gunicorn):
     assert "chat route=tools_stream" in log, "the request log is there"
     for text in [*answers, log]:
         assert "SENTINEL" not in text
+
+
+def test_secrets_never_reach_the_access_log_records_pages_or_metrics(upstream, start_gunicorn):
+    """Issue 12 failure 11: Basic-auth users and `?api_key=` in the access log, an upstream error that echoes the
+    upstream key, a key written with JSON escapes in the model's text. Every place is read, the store's bytes too."""
+    client_key, upstream_key = "sk-SENTINEL-client-1234", "sk-SENTINEL-upstream-5678"
+    server = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, "TOOLPROXY_API_KEYS": client_key,
+                             "TOOLPROXY_UPSTREAM_API_KEY": upstream_key}).wait_ready()
+    bearer = {"Authorization": f"Bearer {client_key}"}
+    escaped = upstream_key.replace("-", "\\u002d").replace("s", "\\u0073", 1)
+    answers = [
+        requests.get(f"{server.url}/v1/models?api_key=sk-SENTINEL-query-1", auth=("sk-SENTINEL-user", "pw"),
+                     timeout=10).text,
+        requests.post(f"{server.url}/v1/chat/completions?api_key=sk-SENTINEL-query-2", json={"model": "m"},
+                      headers={**bearer, "Referer": "http://x/?api_key=sk-SENTINEL-ref"}, timeout=10).text]
+    upstream.script = lambda request, wire: wire.send_json(
+        {"error": {"message": f"Incorrect API key provided: {upstream_key}", "type": "auth",
+                   "param": upstream_key, "code": upstream_key}}, 401)
+    for stream in (False, True):
+        answers.append(requests.post(f"{server.url}/v1/chat/completions", headers=bearer, timeout=10, json={
+            "model": "m", "messages": MESSAGES, "tools": [READ], "stream": stream}).text)
+    upstream.script = lambda request, wire: wire.send_events([{"error": {"message": f"bad key {upstream_key}"}}])
+    answers.append(requests.post(f"{server.url}/v1/chat/completions", headers=bearer, timeout=10, json={
+        "model": "m", "messages": MESSAGES, "stream": True}).text)
+    text = f'Using it: {escaped}\n<tool_call>{{"name": "read", "arguments": {{"path": "{escaped}"}}}}</tool_call>'
+    upstream.script = lambda request, wire: wire.send_json(completion(text))
+    assert requests.post(f"{server.url}/v1/chat/completions", headers=bearer, timeout=10, json={
+        "model": "m", "messages": MESSAGES, "tools": [READ]}).status_code == 200
+    pages = _every_page(server.url, client_key, count=5)
+    store = b"".join(path.read_bytes() for path in Path(server._data.name).glob("translog.sqlite3*"))
+    log = server.output()
+    assert "GET /v1/models" in log, "the access log is there"
+    for text in [*answers, *pages, log, store.decode("latin-1")]:
+        assert "SENTINEL" not in text
+
+
+def _every_page(url: str, key: str, count: int) -> list[str]:
+    session = requests.Session()
+    session.post(f"{url}/dashboard/login", data={"key": key}, timeout=10)
+    deadline = time.monotonic() + 20
+    rows: list[dict] = []
+    while len(rows) < count and time.monotonic() < deadline:
+        rows = session.get(f"{url}/dashboard/records.json", timeout=10).json()["records"]
+        time.sleep(0.1)
+    assert len(rows) >= count, rows
+    pages = [session.get(f"{url}{path}", timeout=10).text for path in ("/dashboard/", "/dashboard/records.json", "/")]
+    pages.append(requests.get(f"{url}/metrics", headers={"Authorization": f"Bearer {key}"}, timeout=10).text)
+    for row in rows:
+        pages.append(session.get(f"{url}/dashboard/record/{row['id']}", timeout=10).text)
+        pages.append(session.get(f"{url}/dashboard/record/{row['id']}/testcase.json", timeout=10).text)
+    return pages
