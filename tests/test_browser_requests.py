@@ -16,7 +16,7 @@ import requests
 
 from tests.conftest import make_body, with_settings
 from tests.test_errors import assert_error
-from toolproxy.config import load_settings
+from toolproxy.config.settings import load_settings
 
 PATHS = [("post", "/v1/chat/completions"), ("get", "/v1/models"), ("get", "/dashboard/"),
          ("get", "/dashboard/records.json"), ("get", "/"), ("get", "/metrics"), ("get", "/health")]

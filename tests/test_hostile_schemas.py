@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.conftest import make_body
-from toolproxy import schema
+from toolproxy.meaning import schema
 
 # 2**40 backtracking steps for Python's `re` on the key below: hours, where a linear engine takes microseconds.
 EVIL = "^(a+)+$"

@@ -15,8 +15,8 @@ import json
 import pytest
 
 from tests.conftest import make_body, make_tool, with_settings
-from toolproxy.extraction import extract
-from toolproxy.request_transform import rewrite_history
+from toolproxy.meaning.extraction import extract
+from toolproxy.transform.request_transform import rewrite_history
 
 TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
          "delete": {"type": "object", "properties": {"path": {"type": "string"}}}}
