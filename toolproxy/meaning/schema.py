@@ -19,6 +19,9 @@ import jsonschema.validators
 import referencing.exceptions
 from referencing import Registry
 
+from toolproxy.meaning.schema_keywords import keywords_for
+from toolproxy.meaning.schema_refs import endless_reference
+
 _INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
 
@@ -127,6 +130,10 @@ def validate(arguments: Any, schema: Mapping[str, Any]) -> list[str]:
         return [f"the schema refers to {error.ref!r}, which is not fetched"]
     except jsonschema.exceptions.ValidationError as error:  # raised by a $ref that cannot be resolved
         return [error.message]
+    except RecursionError:
+        # The last bound, for loops `endless_reference` cannot see (through `$id`s or anchors): the arguments
+        # are depth-limited JSON, so only such a loop gets here, and it is the schema's fault, not a 500.
+        return ["the schema refers to itself too deeply to be checked"]
 
 
 def check(schema: Mapping[str, Any]) -> None:
@@ -151,14 +158,14 @@ def _cached_validator(key: str) -> Any:
         cls.check_schema(schema)
     except jsonschema.exceptions.SchemaError as error:
         raise SchemaProblem(f"not a valid JSON Schema: {error.message}") from None
-    # `pattern` is not checked: a client's regex run by Python's backtracking engine on model output can hang
-    # the worker, and every stream on it (reliability #20). Types, required fields and enums are what matter.
-    safe = jsonschema.validators.extend(cls, {"pattern": _ignore})  # type: ignore[no-untyped-call]
+    endless = endless_reference(schema)
+    if endless is not None:
+        raise SchemaProblem(f"the schema refers to itself without end (through {endless!r}), so no value could "
+                            "ever be checked against it")
+    # The client's regular expressions run with RE2, never with Python's backtracking `re` (schema_keywords).
+    # Formats are not checked (no format checker is given), so none of them runs a regex either.
+    safe = jsonschema.validators.extend(cls, keywords_for(schema))  # type: ignore[no-untyped-call]
     return safe(schema, registry=_NO_RETRIEVAL)
-
-
-def _ignore(*_: Any) -> None:
-    return None
 
 
 def _describe(error: jsonschema.exceptions.ValidationError) -> str:
