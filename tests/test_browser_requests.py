@@ -2,7 +2,8 @@
 
 DNS rebinding: a page on evil.example whose name is made to resolve to 127.0.0.1 reaches the proxy with
 `Host: evil.example`; it is refused (403, OpenAI-shaped) unless that name is allowed. IP literals always pass
-(a rebinding attack needs a name), and so do the loopback names and the name the proxy is bound to.
+and so do names without a dot (a rebinding attack needs a public DNS name, and none is dotless), the name the
+proxy is bound to and the names in `allowed_hosts`.
 Cross-origin posts: a page may POST `text/plain` (or a body with no type) without a preflight; the API accepts
 only `application/json` (415 otherwise) so such a post never reaches the upstream. No CORS header is ever sent
 unless the origin is configured."""
@@ -39,7 +40,8 @@ def test_unknown_host_names_are_refused_everywhere(proxy, upstream, method, path
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:8003", "localhost", "LOCALHOST:1", "[::1]:8003", "[::1]",
-                                  "10.1.2.3:8003", "[fe80::1]", "models.internal", "models.internal:443"])
+                                  "10.1.2.3:8003", "[fe80::1]", "models.internal", "models.internal:443",
+                                  "gpu-box", "gpu-box:8003", "x"])
 def test_loopback_names_ip_literals_and_allowed_names_pass(upstream, serve, settings, host):
     proxy = serve(with_settings(settings, allowed_hosts=("models.internal",)))
     upstream.completion("ok")

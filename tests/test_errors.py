@@ -30,7 +30,8 @@ def assert_error(response: requests.Response, status: int, code: str | None = No
 
 
 def raw_post(proxy, data: bytes, headers: dict | None = None) -> requests.Response:
-    return requests.post(f"{proxy.url}/v1/chat/completions", data=data, headers=headers or {}, timeout=10)
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    return requests.post(f"{proxy.url}/v1/chat/completions", data=data, headers=headers, timeout=10)
 
 
 @pytest.mark.parametrize("data", [b"", b"{", b"[1, 2]", b"null", b"\xff\xfe{", b'"text"', b"{}garbage"])
@@ -42,7 +43,7 @@ def test_unusable_bodies_are_400(proxy, upstream, data):
 def test_wrong_content_type_still_gets_json_answers(proxy, upstream):
     upstream.completion("ok")
     body = json.dumps(make_body()).encode()
-    assert raw_post(proxy, body, {"Content-Type": "text/plain"}).status_code == 200
+    assert_error(raw_post(proxy, body, {"Content-Type": "text/plain"}), 415, "unsupported_media_type")
     assert raw_post(proxy, b"\xef\xbb\xbf" + body, {"Content-Type": "application/json"}).status_code == 200
 
 

@@ -69,6 +69,8 @@ class Settings:
     upstream_api_key: str | None = field(default=None, repr=False)
     api_keys: tuple[str, ...] = field(default=(), repr=False)
     allow_open: bool = False
+    allowed_hosts: tuple[str, ...] = ()  # Host names answered besides loopback names, the bound name, IP literals
+    cors_origins: tuple[str, ...] = ()  # origins whose pages may call the API (none: no CORS header ever)
     bind: str = DEFAULT_BIND
     workers: int = 1
     tool_mode: str = "native"
@@ -126,6 +128,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_UPSTREAM_API_KEY", "upstream_api_key", "text"),
     ("TOOLPROXY_API_KEYS", "api_keys", "keys"),
     ("TOOLPROXY_ALLOW_OPEN", "allow_open", "flag"),
+    ("TOOLPROXY_ALLOWED_HOSTS", "allowed_hosts", "names"),
+    ("TOOLPROXY_CORS_ORIGINS", "cors_origins", "names"),
     ("TOOLPROXY_BIND", "bind", "bind"),
     ("TOOLPROXY_WORKERS", "workers", "count"),
     ("TOOLPROXY_TOOL_MODE", "tool_mode", "tool_mode"),

@@ -15,8 +15,10 @@ from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.transform.chat_request import parse_chat_request
+from toolproxy.web import browsers
 
 bp = Blueprint("api", __name__)
+browsers.install(bp)
 
 
 def current_proxy() -> Proxy:
@@ -28,6 +30,8 @@ def current_proxy() -> Proxy:
 def require_api_key() -> None:
     keys = current_proxy().settings.api_keys
     if request.endpoint == "api.health":  # liveness probes carry no key; the answer reveals nothing
+        return
+    if request.method == "OPTIONS":  # a CORS preflight never carries credentials; it answers with headers only
         return
     if keys and not is_authorized(request.headers.get("Authorization", ""), keys):
         raise AuthenticationFailed("Incorrect or missing API key: send `Authorization: Bearer <key>`")

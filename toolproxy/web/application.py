@@ -13,7 +13,7 @@ from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
-from toolproxy.web import api, dashboard, pages
+from toolproxy.web import api, dashboard, hosts, pages
 
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -27,6 +27,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     app = Flask("toolproxy", template_folder=str(TEMPLATES), static_folder=str(STATIC))
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["toolproxy"] = Proxy.from_settings(settings)
+    hosts.install(app, settings)
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(dashboard.bp)
