@@ -5,7 +5,10 @@ answers 200 with what it has: the dashboard, the record view, both JSON download
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
+from pathlib import Path
 
 import requests
 
@@ -57,3 +60,18 @@ def test_filtering_by_an_odd_model_finds_its_record(proxy, upstream):
     found = requests.get(f"{proxy.url}/dashboard/records.json", params={"model": row["model"]},
                          timeout=10).json()["records"]
     assert [record["id"] for record in found] == [row["id"]]
+
+
+def test_a_record_stored_before_the_fix_still_renders(proxy, upstream, settings):
+    """A store written by an older version may hold `\\ud83d` escapes in its JSON: the pages replace them."""
+    upstream.completion("fine")
+    requests.post(f"{proxy.url}/v1/chat/completions", json={"model": "plain", "messages": [
+        {"role": "user", "content": "x"}]}, timeout=10)
+    [row] = wait_for_records(proxy.url, 1)
+    with contextlib.closing(sqlite3.connect(Path(settings.data_dir) / "translog.sqlite3")) as connection:
+        for column in ("summary", "record"):
+            connection.execute(f"UPDATE records SET {column} = replace({column}, '\"plain\"', '\"pl\\ud83dain\"')")
+        connection.commit()
+    for page in ("/dashboard/", f"/dashboard/record/{row['id']}"):
+        response = requests.get(proxy.url + page, timeout=10)
+        assert response.status_code == 200 and "pl\ufffdain" in response.text

@@ -97,6 +97,15 @@ def redact_with(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def valid_text(text: str) -> str:
+    """`text` with each lone surrogate (legal in a JSON escape, not encodable as UTF-8) replaced by U+FFFD, so
+    no page, download or SQLite column ever meets one."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def new_record(client: str, address: str, request_bytes: int) -> TransformRecord:

@@ -17,7 +17,15 @@ from typing import Any
 from gevent import monkey
 
 from toolproxy.observe import queries
-from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, redact_with, truncate, usable_secrets
+from toolproxy.observe.record import (
+    REDACTED,
+    SECRET_KEY,
+    TransformRecord,
+    redact_with,
+    truncate,
+    usable_secrets,
+    valid_text,
+)
 from toolproxy.wire import jsonwire
 
 logger = logging.getLogger(__name__)
@@ -118,7 +126,7 @@ class TransformLog:
         """Every string redacted, then cut to the field limit; a string under a credential's name blanked (only a
         string: a tool's schema may well describe a parameter called `api_key`)."""
         if isinstance(value, str):
-            return truncate(redact_with(value, self._secrets), self.max_field_chars)
+            return truncate(redact_with(valid_text(value), self._secrets), self.max_field_chars)
         if isinstance(value, dict):
             return {self._scrub(str(key)): REDACTED if isinstance(item, str) and SECRET_KEY.search(str(key))
                     else self._scrub(item) for key, item in value.items()}

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
+from toolproxy.observe.record import valid_text
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.web import api, dashboard, hosts, pages
@@ -25,6 +27,9 @@ DEMO_BANNER = ("DEMO MODEL IN USE: no upstream is configured, so toolproxy answe
 def build_app(settings: Settings | None = None) -> Flask:
     settings = settings or load_settings()
     app = Flask("toolproxy", template_folder=str(TEMPLATES), static_folder=str(STATIC))
+    # Every value a page shows passes here: a lone surrogate from an old record or a filter must not turn the
+    # page into a 500 when Flask encodes it (issue 12 failure 9). New records are stored valid already.
+    app.jinja_options = {**app.jinja_options, "finalize": _printable}
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["toolproxy"] = Proxy.from_settings(settings)
     hosts.install(app, settings)
@@ -52,6 +57,10 @@ def _register_error_handlers(app: Flask, settings: Settings) -> None:
     def unexpected(error: Exception) -> Response:
         logger.exception("unexpected failure on %s %s", request.method, request.path)
         return error_response(ProxyError("the proxy failed unexpectedly; its log has the details"))
+
+
+def _printable(value: Any) -> Any:
+    return valid_text(value) if isinstance(value, str) else value
 
 
 def _nosniff(response: Response) -> Response:
