@@ -25,6 +25,9 @@ graceful_timeout = 120
 keepalive = 15
 preload_app = False
 accesslog = "-"
+# gunicorn's default line holds the Basic-auth user (%(u)s), the query string (in %(r)s: `?api_key=...`) and the
+# Referer (%(f)s, which may carry either): keys would land in the log. The path alone, without the query.
+access_log_format = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(B)s %(M)sms "%(a)s"'
 errorlog = "-"
 loglevel = "info"
 # gunicorn 27's control socket lives at one path per user: a second instance on the box would fight over it,

@@ -4,6 +4,7 @@ through: what a record may hold and what it must never hold."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -88,6 +89,9 @@ def redact_with(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
+    if "\\" in text:  # a secret may be written with JSON escapes (`sk\u002d...`) in raw model text or arguments
+        for secret in secrets:
+            text = _escaped(secret).sub(REDACTED, text)
     if len(text) < 8:  # shorter than any credential the patterns look for
         return text
     lowered = text.lower()
@@ -106,6 +110,19 @@ def valid_text(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@functools.lru_cache(maxsize=64)
+def _escaped(secret: str) -> re.Pattern[str]:
+    """The secret with any of its characters written as a JSON escape (`\\u0073`, `\\/`). One alternative of fixed
+    text per character, none a prefix of another: no backtracking, linear in the text."""
+    def forms(char: str) -> str:
+        code = f"{ord(char):04x}"
+        hex_digits = "".join(f"[{digit}{digit.upper()}]" if digit.isalpha() else digit for digit in code)
+        extra = "|\\\\/" if char == "/" else ""
+        return f"(?:{re.escape(char)}|\\\\u{hex_digits}{extra})"
+
+    return re.compile("".join(forms(char) for char in secret))
 
 
 def new_record(client: str, address: str, request_bytes: int) -> TransformRecord:

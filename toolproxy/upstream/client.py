@@ -86,9 +86,9 @@ class HttpUpstream:
                 body = self._decode_object(self._read_body(response))
             finally:
                 response.close()
-            raise UpstreamBadResponse(f"the upstream answered a streaming request with {content_type or 'no type'}: "
-                                      f"{str(body)[:200]}")
-        return _HttpEventStream(response, self._max_bytes)
+            raise without_key(UpstreamBadResponse(f"the upstream answered a streaming request with "
+                                                  f"{content_type or 'no type'}: {str(body)[:200]}"), request.api_key)
+        return _HttpEventStream(response, self._max_bytes, request.api_key)
 
     def models(self, base_url: str, api_key: str | None) -> dict[str, Any]:
         response = self._send("GET", f"{base_url}/models", api_key)
@@ -118,7 +118,8 @@ class HttpUpstream:
             raise _translate(error) from None
         if response.status_code >= 400:
             try:
-                raise _status_error(response.status_code, self._read_body(response), response.headers)
+                raise without_key(_status_error(response.status_code, self._read_body(response), response.headers),
+                                  api_key)
             finally:
                 response.close()
         return response
@@ -146,9 +147,10 @@ class HttpUpstream:
 
 
 class _HttpEventStream:
-    def __init__(self, response: requests.Response, max_bytes: int) -> None:
+    def __init__(self, response: requests.Response, max_bytes: int, api_key: str | None) -> None:
         self._response = response
         self._decoder = sse.EventDecoder(max_bytes)
+        self._api_key = api_key
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         saw_finish = False
@@ -156,7 +158,10 @@ class _HttpEventStream:
             for event in self._events():
                 if event.data == "[DONE]":
                     return
-                chunk = _decode_chunk(event.data)
+                try:
+                    chunk = _decode_chunk(event.data)
+                except UpstreamError as error:
+                    raise without_key(error, self._api_key) from None
                 saw_finish = saw_finish or any(c.get("finish_reason") for c in chunk.get("choices") or [])
                 yield chunk
         finally:
@@ -189,6 +194,19 @@ def _decode_chunk(data: str) -> dict[str, Any]:
         # In-band errors after a 200 (vLLM, sglang): pass them on, never end the stream as if all went well.
         raise _error_from_object(chunk, 502)
     return chunk
+
+
+def without_key(error: UpstreamError, api_key: str | None) -> UpstreamError:
+    """The error with the key this request sent upstream blanked: a server that echoes the key it refused
+    ("Incorrect API key provided: sk-...") must not hand it to the client, whose key it may not be."""
+    if not api_key or len(api_key) < 4:
+        return error
+    error.message = error.message.replace(api_key, "[redacted]")
+    error.args = (error.message,)
+    error.param = error.param.replace(api_key, "[redacted]") if error.param else error.param
+    error.code = error.code.replace(api_key, "[redacted]") if error.code else error.code
+    error.error_type = error.error_type.replace(api_key, "[redacted]")
+    return error
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
