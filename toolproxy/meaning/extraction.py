@@ -19,6 +19,7 @@ from toolproxy.dialects.chain import ChainScanner
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.json_repair import repair_arguments
+from toolproxy.meaning.lookalike import demote_quoted
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +68,17 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
     """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy."""
     parts = reasoning.split(text)
     thought = "\n\n".join(piece for piece in (reasoning_field or "", parts.reasoning) if piece.strip())
-    extraction = accept(_scan(parts.answer, tools, dialects), tools, policy)
+    answer = demote_quoted(_scan(parts.answer, tools, dialects))
+    extraction = accept(answer.segments, tools, policy)
+    extraction.issues.extend(answer.issues())
     if not extraction.calls and thought:
-        rescued = accept(_scan(thought, tools, dialects), tools, policy)
+        rescued = accept(demote_quoted(_scan(thought, tools, dialects)).segments, tools, policy)
         if rescued.calls:
             extraction.segments.extend(rescued.calls)
             extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
             extraction.failures.extend(rescued.failures)
             thought = "".join(segment.text for segment in rescued.segments if isinstance(segment, Text)).strip()
-    _note_leftover_markup(extraction, tools)
+    _note_leftover_markup(extraction, tools, answer.quoted)
     if policy.reasoning == "move":
         extraction.reasoning = thought or None
     elif policy.reasoning == "keep":
@@ -92,10 +95,12 @@ CALL_MARKERS = ("<tool_call>", "<tools>", "<function=", "<function_calls>", "<in
                 "<minimax:tool_call>", "<seed:tool_call>")
 
 
-def _note_leftover_markup(extraction: Extraction, tools: ToolIndex) -> None:
-    texts = [segment.text for segment in extraction.segments if isinstance(segment, Text)]
+def _note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Sequence[Call] = ()) -> None:
+    text = "".join(segment.text for segment in extraction.segments if isinstance(segment, Text))
+    for call in quoted:  # markup the model quoted on purpose is not a failed attempt at a call
+        text = text.replace(call.source, "", 1)
     markers = (*CALL_MARKERS, *(f"<{name}>" for name in tools))
-    found = {marker for marker in markers if any(marker in text for text in texts)}
+    found = {marker for marker in markers if marker in text}
     if found:
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
 
