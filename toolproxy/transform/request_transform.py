@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolproxy.config.settings import ModelSettings
+from toolproxy.transform.markup import defuse
 from toolproxy.transform.prompts import Demand, render_call, render_tool_prompt, render_tool_result
 
 PROMPT_DIALECT = "hermes"  # Qwen's own format: the one most open models were tuned on
@@ -61,14 +62,19 @@ def to_prompt_mode(body: dict[str, Any], dialect: str, result_limit: int | None 
     if demand is not None and demand.name:
         tools = [tool for tool in tools if tool.get("name") == demand.name]
     prompted = {key: value for key, value in body.items() if key not in TOOL_FIELDS}
-    messages = rewrite_history(body["messages"], dialect, result_limit)
+    names = [str(tool.get("name")) for tool in body.get("tools") or [] if isinstance(tool, Mapping)]
+    messages = rewrite_history(body["messages"], dialect, result_limit, names)
     if demand is not None and tools:
         messages = with_system_text(messages, render_tool_prompt(dialect, tools, demand))
     prompted["messages"] = messages
     return prompted
 
 
-def rewrite_history(messages: list[dict[str, Any]], dialect: str, result_limit: int | None) -> list[dict[str, Any]]:
+def rewrite_history(messages: list[dict[str, Any]], dialect: str, result_limit: int | None,
+                    tool_names: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Past calls written in the dialect, results framed as it expects. The user's text and the results go in
+    with any call or framing markup defused (`markup.defuse`): a file's content must not forge a call."""
+    tool_names = tuple(tool_names)
     names: dict[str, str] = {}
     rewritten: list[dict[str, Any]] = []
     from_tools: set[int] = set()  # indices of user turns that hold tool results (consecutive ones are merged)
@@ -77,15 +83,29 @@ def rewrite_history(messages: list[dict[str, Any]], dialect: str, result_limit: 
             rewritten.append(_assistant_as_text(message, dialect, names))
         elif message.get("role") == "tool":
             name = names.get(str(message.get("tool_call_id")), str(message.get("name") or "tool"))
-            result = render_tool_result(dialect, name, _limit(text_of(message.get("content")), result_limit))
+            content = defuse(_limit(text_of(message.get("content")), result_limit), tool_names)
+            result = render_tool_result(dialect, name, content)
             if rewritten and len(rewritten) - 1 in from_tools:
                 rewritten[-1] = {"role": "user", "content": rewritten[-1]["content"] + "\n\n" + result}
             else:
                 from_tools.add(len(rewritten))
                 rewritten.append({"role": "user", "content": result})
+        elif message.get("role") == "user":
+            rewritten.append(_defused(message, tool_names))
         else:
             rewritten.append(message)
     return rewritten
+
+
+def _defused(message: dict[str, Any], tool_names: tuple[str, ...]) -> dict[str, Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return {**message, "content": defuse(content, tool_names)}
+    if isinstance(content, list):
+        parts = [{**part, "text": defuse(part["text"], tool_names)}
+                 if isinstance(part, Mapping) and isinstance(part.get("text"), str) else part for part in content]
+        return {**message, "content": parts}
+    return message
 
 
 def _assistant_as_text(message: dict[str, Any], dialect: str, names: dict[str, str]) -> dict[str, Any]:
