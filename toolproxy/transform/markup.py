@@ -29,20 +29,20 @@ _REFERENCES = {"<": "&lt;", "[": "&#91;"}
 
 def defuse(text: str, tool_names: Iterable[str] = ()) -> str:
     """`text` with every call or framing marker made inert; unchanged when it holds none."""
-    if "<" not in text and "[" not in text:
-        return text
-    return _pattern(frozenset(tool_names)).sub(_inert, text)
-
-
-def _inert(match: re.Match[str]) -> str:
-    marker = match.group()
-    return _REFERENCES[marker[0]] + marker[1:]
+    for first, pattern in _patterns(frozenset(tool_names)):
+        if first in text:
+            text = pattern.sub(_REFERENCES[first], text)
+    return text
 
 
 @functools.lru_cache(maxsize=64)
-def _pattern(tool_names: frozenset[str]) -> re.Pattern[str]:
-    """One alternation of literal markers, longest first: no quantifier over the text, so linear."""
-    tags = (f"<{name}>" for name in tool_names) if tool_names else ()
-    closers = (f"</{name}>" for name in tool_names) if tool_names else ()
-    markers = {marker for marker in (*CALL_MARKERS, *_FRAMING, *tags, *closers) if marker[0] in _REFERENCES}
-    return re.compile("|".join(re.escape(marker) for marker in sorted(markers, key=len, reverse=True)))
+def _patterns(tool_names: frozenset[str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Per first character, that character when a marker follows it: a literal replacement (no Python callback
+    per match) and a lookahead over an alternation of literal text, so linear in the text."""
+    tags = [f"<{name}>" for name in tool_names] + [f"</{name}>" for name in tool_names]
+    markers = {*CALL_MARKERS, *_FRAMING, *tags}
+    patterns = []
+    for first in _REFERENCES:
+        rests = sorted({marker[1:] for marker in markers if marker[0] == first}, key=len, reverse=True)
+        patterns.append((first, re.compile(re.escape(first) + "(?=" + "|".join(map(re.escape, rests)) + ")")))
+    return tuple(patterns)
