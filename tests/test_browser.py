@@ -5,6 +5,7 @@ No skip when the browser is missing: `make test` installs it, and CI must fail r
 
 from __future__ import annotations
 
+import http.server
 import socket
 import threading
 import time
@@ -94,3 +95,63 @@ def test_dashboard_in_a_real_browser(upstream, start_gunicorn, browser_page, tmp
     assert page.dialogs == [] and sentinel.hits == 0  # type: ignore[attr-defined]
     assert page.locator("script:not([src])").count() == 0
     page.screenshot(path=str(tmp_path / "dashboard.png"))
+
+
+ATTACKER_PAGE = b"<!doctype html><title>elsewhere</title><p>a page on another origin</p>"
+
+
+def serve_attacker_page() -> str:
+    """A page on another origin (another loopback port): what any web site the user visits can do."""
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(ATTACKER_PAGE)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}/"
+
+
+CROSS_ORIGIN_POSTS = """async (url) => {
+  const body = JSON.stringify({model: "m", messages: [{role: "user", content: "from a page"}]});
+  const results = {};
+  for (const [name, init] of Object.entries({
+      text_plain: {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body},
+      no_type: {method: "POST", mode: "no-cors", body: new Blob([body])},
+      json: {method: "POST", headers: {"Content-Type": "application/json"}, body}})) {
+    try { const r = await fetch(url, init); results[name] = r.type + " " + r.status; }
+    catch (error) { results[name] = "blocked"; }
+  }
+  return results;
+}"""
+
+
+def test_a_page_on_another_origin_cannot_use_the_api(upstream, proxy, browser_page):
+    """Reliability #35 in a real browser: simple cross-origin posts are answered 415 and never reach the
+    upstream; a JSON post needs a preflight, which gets no CORS header, so the browser never sends it."""
+    upstream.completion("should never be asked")
+    page = browser_page
+    page.goto(serve_attacker_page())
+    results = page.evaluate(CROSS_ORIGIN_POSTS, f"{proxy.url}/v1/chat/completions")
+    assert results == {"text_plain": "opaque 0", "no_type": "opaque 0", "json": "blocked"}, results
+    assert upstream.received == []
+
+
+def test_dns_rebinding_in_a_real_browser(upstream, proxy):
+    """A name the attacker controls, resolved to 127.0.0.1 (Chromium's resolver rules play the attacker's DNS):
+    the browser reaches the proxy, which answers 403 to that name."""
+    port = proxy.url.rsplit(":", 1)[1]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[
+            *FLAGS, "--host-resolver-rules=MAP evil.example 127.0.0.1"])
+        page = browser.new_page()
+        answer = page.goto(f"http://evil.example:{port}/v1/models")
+        assert answer is not None and answer.status == 403
+        assert '"host_not_allowed"' in page.content()
+        browser.close()
+    assert upstream.received == []
