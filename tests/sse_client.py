@@ -1,5 +1,6 @@
 """A strict reader of the proxy's SSE output: anything but `data: <json>`, `data: [DONE]` and comments, each
-followed by a blank line, fails the test."""
+followed by a blank line, fails the test. Every stream is also read by sseclient-py, a reader the proxy does not
+share code with, which must see the same events."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from typing import Any
 
 import requests
+import sseclient
 
 DONE = "[DONE]"
 
@@ -27,7 +29,15 @@ def parse_stream(raw: bytes) -> tuple[list[Any], int]:
         events.append(DONE if data == DONE else json.loads(data))
     assert events and events[-1] == DONE, "stream does not end with [DONE]"
     assert events.count(DONE) == 1
+    assert independent_read(raw) == events, "sseclient-py reads other events"
     return events, heartbeats
+
+
+def independent_read(raw: bytes, read_size: int = 7) -> list[Any]:
+    """The events as sseclient-py sees them, fed in small reads the way a socket may deliver them."""
+    reads = (raw[start:start + read_size] for start in range(0, len(raw), read_size))
+    return [DONE if event.data == DONE else json.loads(event.data)
+            for event in sseclient.SSEClient(reads).events()]
 
 
 def read_stream(response: requests.Response) -> list[Any]:
