@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from toolproxy.config.report import masked, warnings_for
 from toolproxy.config.settings import ConfigError, Settings, exposure_problem, load_settings
 
 
@@ -96,3 +97,49 @@ def test_yaml_that_is_not_a_mapping(tmp_path):
 ])
 def test_exposure(hosts, settings, refused):
     assert (exposure_problem(hosts, settings) is not None) is refused
+
+
+def test_a_mistyped_name_gets_the_closest_known_one(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("upstrem: http://x/v1\nmodels:\n  - match: a\n    tool_mod: prompt\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"TOOLPROXY_CONFIG": str(path), "TOOLPROXY_UPSTREAM_APIKEY": "k", "TOOLPROXY_ZZZ": "1"})
+    problems = "\n".join(caught.value.problems)
+    assert "unknown setting 'upstrem'; did you mean `upstream`?" in problems
+    assert "models[0]: unknown key 'tool_mod'; did you mean `tool_mode`?" in problems
+    assert "TOOLPROXY_UPSTREAM_APIKEY: unknown variable; did you mean `TOOLPROXY_UPSTREAM_API_KEY`?" in problems
+    assert "TOOLPROXY_ZZZ: unknown variable (the README lists" in problems
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({"TOOLPROXY_VTC_NEWLINES": "7"}, "'7' is not a number of line breaks before the XML from 0 to 3"),
+    ({"TOOLPROXY_REPAIR_ROUNDS": "7"}, "'7' is not a number of repair rounds from 0 to 3"),
+    ({"TOOLPROXY_LOG_FORMAT": "xml"}, "'xml' is not one of text, json"),
+    ({"TOOLPROXY_LOG_LEVEL": "loud"}, "'LOUD' is not one of DEBUG, INFO, WARNING, ERROR"),
+])
+def test_a_value_error_names_the_value_s_own_kind(environ, message):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(environ)
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"{next(iter(environ))}: {message}")
+
+
+def test_log_settings():
+    assert (Settings().log_format, Settings().log_level) == ("text", "INFO")
+    settings = load_settings({"TOOLPROXY_LOG_FORMAT": "json", "TOOLPROXY_LOG_LEVEL": "debug"})
+    assert (settings.log_format, settings.log_level) == ("json", "DEBUG")
+
+
+def test_resolved_settings_are_shown_with_secrets_masked():
+    settings = load_settings({"TOOLPROXY_API_KEYS": "sk-one1,sk-two2", "TOOLPROXY_UPSTREAM_API_KEY": "sk-up",
+                              "TOOLPROXY_UPSTREAM": "http://me:hunter2@10.0.0.5:8000/v1"})
+    shown = masked(settings)
+    assert shown["api_keys"] == "(set, 2 keys)" and shown["upstream_api_key"] == "(set)"
+    assert shown["upstream"] == "http://me:***@10.0.0.5:8000/v1" and shown["workers"] == 1
+    assert not any(secret in str(shown) for secret in ("sk-one1", "sk-two2", "sk-up", "hunter2"))
+
+
+def test_an_upstream_without_a_path_is_reported_with_the_url_called():
+    assert warnings_for(load_settings({"TOOLPROXY_UPSTREAM": "http://127.0.0.1:8000/v1"})) == []
+    (warning,) = warnings_for(load_settings({"TOOLPROXY_UPSTREAM": "http://127.0.0.1:8000/"}))
+    assert "http://127.0.0.1:8000/chat/completions" in warning and "http://127.0.0.1:8000/v1?" in warning

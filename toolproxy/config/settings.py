@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from toolproxy.config.values import PARSERS
+from toolproxy.config.values import PARSERS, closest
 
 DEFAULT_BIND = "127.0.0.1:8003"
 MiB = 1024 * 1024
@@ -103,6 +103,8 @@ class Settings:
     loop_repeats: int = 4
     loop_max_tool_messages: int = 500
     max_json_depth: int = 64
+    log_format: str = "text"
+    log_level: str = "INFO"
 
     @property
     def is_demo(self) -> bool:
@@ -146,7 +148,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_DENY_ARGUMENTS", "deny_arguments", "patterns"),
     ("TOOLPROXY_VTC_NATIVE_BRIDGE", "vtc_native_bridge", "flag"),
     ("TOOLPROXY_VTC_CLIENT_PATTERNS", "vtc_client_patterns", "patterns_or_none"),
-    ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "rounds"),
+    ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "newlines"),
     ("TOOLPROXY_MAX_BUFFER_BYTES", "max_buffer_bytes", "count"),
     ("TOOLPROXY_DATA_DIR", "data_dir", "text"),
     ("TOOLPROXY_LOG_RECORDS", "log_records", "count"),
@@ -161,6 +163,8 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_LOOP_REPEATS", "loop_repeats", "count"),
     ("TOOLPROXY_LOOP_MAX_TOOL_MESSAGES", "loop_max_tool_messages", "count"),
     ("TOOLPROXY_MAX_JSON_DEPTH", "max_json_depth", "count"),
+    ("TOOLPROXY_LOG_FORMAT", "log_format", "log_format"),
+    ("TOOLPROXY_LOG_LEVEL", "log_level", "log_level"),
 )
 _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": "text", "tool_mode": "tool_mode",
                "dialect": "dialects", "dialects": "dialects", "unknown_tools": "unknown_tools",
@@ -169,6 +173,9 @@ _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": 
                "allow_tools": "names", "deny_tools": "names", "deny_arguments": "patterns",
                "vtc_native_bridge": "flag"}
 _RULE_KEYS = ("match", *_RULE_KINDS)
+# Variables that are not settings of their own.
+_OTHER_VARIABLES = ("TOOLPROXY_CONFIG",)
+_PREFIX = "TOOLPROXY_"
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
@@ -176,6 +183,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     environ = os.environ if environ is None else environ
     problems: list[str] = []
     raw: dict[str, Any] = {}
+    problems += _unknown_variables(environ)
     path = environ.get("TOOLPROXY_CONFIG")
     if path:
         raw = _read_yaml(path, problems)
@@ -186,6 +194,19 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     if problems:
         raise ConfigError(problems)
     return settings
+
+
+def _unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """A `TOOLPROXY_*` variable that is no setting is a typo that would otherwise be ignored without a word."""
+    known = [variable for variable, _, _ in _FIELDS] + list(_OTHER_VARIABLES)
+    problems = []
+    for name in sorted(environ):
+        if name.startswith(_PREFIX) and name not in known:
+            # Compared without the prefix that every name shares, which would make anything look close.
+            hint = closest(name.removeprefix(_PREFIX), [item.removeprefix(_PREFIX) for item in known])
+            hint = hint.replace("`", f"`{_PREFIX}", 1) if hint else " (the README lists the settings)"
+            problems.append(f"{name}: unknown variable{hint}")
+    return problems
 
 
 def _read_yaml(path: str, problems: list[str]) -> dict[str, Any]:
@@ -203,10 +224,11 @@ def _read_yaml(path: str, problems: list[str]) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         problems.append(f"TOOLPROXY_CONFIG: {path!r} must hold a mapping of settings, not {type(loaded).__name__}")
         return {}
-    known = {key for _, key, _ in _FIELDS} | {"models"}
+    known = [key for _, key, _ in _FIELDS] + ["models"]
     for key in loaded:
         if key not in known:
-            problems.append(f"{path}: unknown setting {key!r}; known settings: {', '.join(sorted(known))}")
+            hint = closest(str(key), known) or f"; known settings: {', '.join(sorted(known))}"
+            problems.append(f"{path}: unknown setting {key!r}{hint}")
     return {key: value for key, value in loaded.items() if key in known}
 
 
@@ -245,9 +267,9 @@ def _parse_rule(entry: Any, label: str, problems: list[str]) -> ModelRule | None
     if not isinstance(entry, dict) or not isinstance(entry.get("match"), str) or not entry["match"]:
         problems.append(f"{label}: each entry needs `match:` with a glob on the model name, e.g. \"qwen2.5*\"")
         return None
-    unknown = sorted(set(entry) - set(_RULE_KEYS))
-    if unknown:
-        problems.append(f"{label}: unknown key {', '.join(map(repr, unknown))}; known: {', '.join(_RULE_KEYS)}")
+    for key in sorted(set(map(str, entry)) - set(_RULE_KEYS)):
+        hint = closest(key, _RULE_KEYS) or f"; known: {', '.join(_RULE_KEYS)}"
+        problems.append(f"{label}: unknown key {key!r}{hint}")
     overrides: dict[str, Any] = {}
     for key, kind in _RULE_KINDS.items():
         if entry.get(key) is not None:

@@ -3,13 +3,21 @@ write instead. Standard library only (gunicorn's master loads this before the wo
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from toolproxy.dialects.registry import DIALECT_NAMES
 
 TOOL_MODES = ("native", "prompt")
+
+
+def closest(name: str, known: Sequence[str]) -> str:
+    """"; did you mean `X`?" for the known name nearest to a mistyped one, or nothing."""
+    match = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean `{match[0]}`?" if match else ""
 
 
 def _parse_url(value: Any) -> str:
@@ -59,10 +67,15 @@ def _parse_count(value: Any) -> int:
     return number
 
 
-def _parse_rounds(value: Any) -> int:
-    if isinstance(value, bool) or not str(value).strip().isdigit() or int(str(value).strip()) > 3:
-        raise ValueError(f"{value!r} is not a number of repair rounds from 0 to 3 (1 is recommended)")
-    return int(str(value).strip())
+def _small_number(most: int, what: str) -> Any:
+    """A whole number from 0 to `most`; the message names what the number counts."""
+
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not str(value).strip().isdigit() or int(str(value).strip()) > most:
+            raise ValueError(f"{value!r} is not {what}")
+        return int(str(value).strip())
+
+    return parse
 
 
 def _parse_names(value: Any) -> tuple[str, ...]:
@@ -138,7 +151,10 @@ PARSERS = {
     "unknown_tools": _choice("text", "pass"),
     "invalid_arguments": _choice("pass", "text"),
     "reasoning": _choice("move", "keep", "drop"),
-    "rounds": _parse_rounds,
+    "rounds": _small_number(3, "a number of repair rounds from 0 to 3 (1 is recommended)"),
+    "newlines": _small_number(3, "a number of line breaks before the XML from 0 to 3 (2 by default)"),
+    "log_format": _choice("text", "json"),
+    "log_level": lambda value: _choice("DEBUG", "INFO", "WARNING", "ERROR")(str(value).strip().upper()),
     "names": _parse_names,
     "id_style": _choice("openai", "mistral"),
     "patterns": _parse_patterns,

@@ -1,0 +1,52 @@
+"""What toolproxy says about a configuration that loaded: the resolved settings with secrets masked (for
+`toolproxy check-config`), and what looks like a mistake although it is valid (said at start-up too)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from toolproxy.config.settings import Settings
+
+SECRET_FIELDS = frozenset({"api_keys", "upstream_api_key"})
+
+
+def masked(settings: Settings) -> dict[str, Any]:
+    """Every setting by name, as it resolved: keys replaced by how many there are, passwords out of URLs."""
+    return {item.name: _shown(item.name, getattr(settings, item.name)) for item in fields(settings)}
+
+
+def _shown(name: str, value: Any) -> Any:
+    if name in SECRET_FIELDS:
+        if not value:
+            return "(none)"
+        return f"(set, {len(value)} keys)" if isinstance(value, tuple) else "(set)"
+    if name == "models":
+        return [{"match": rule.match, **{key: _shown(key, item) for key, item in rule.overrides.items()}}
+                for rule in value]
+    if name == "upstream" and isinstance(value, str):
+        return _without_password(value)
+    return "(none)" if value is None or value == () else value
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def warnings_for(settings: Settings) -> list[str]:
+    """Valid, but probably not what was meant."""
+    upstreams = [("TOOLPROXY_UPSTREAM", settings.upstream)]
+    upstreams += [(f"models[{index}].upstream", rule.overrides.get("upstream"))
+                  for index, rule in enumerate(settings.models)]
+    return [_no_path(label, url) for label, url in upstreams if url and urlsplit(url).path in ("", "/")]
+
+
+def _no_path(label: str, url: str) -> str:
+    shown = _without_password(url)
+    return (f"{label} {shown} has no path: chat requests will go to {shown}/chat/completions. OpenAI-compatible "
+            f"servers (vLLM, llama.cpp, Ollama, SGLang) answer under /v1: did you mean {shown}/v1?")
