@@ -4,10 +4,10 @@ No monkey-patching here: gunicorn's gevent worker patches the process before it 
 is also why gunicorn.conf.py must not preload the app (requests and ssl imported early break patching).
 """
 
-import logging
-
 from toolproxy import create_app
+from toolproxy.config.settings import load_settings
+from toolproxy.observe.logs import configure
 
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-app = create_app()
+settings = load_settings()
+configure(settings)
+app = create_app(settings)

@@ -134,7 +134,7 @@ def test_resolved_settings_are_shown_with_secrets_masked():
     settings = load_settings({"TOOLPROXY_API_KEYS": "sk-one1,sk-two2", "TOOLPROXY_UPSTREAM_API_KEY": "sk-up",
                               "TOOLPROXY_UPSTREAM": "http://me:hunter2@10.0.0.5:8000/v1"})
     shown = masked(settings)
-    assert shown["api_keys"] == "(set, 2 keys)" and shown["upstream_api_key"] == "(set)"
+    assert shown["api_keys"] == "(set: 2 keys)" and shown["upstream_api_key"] == "(set)"
     assert shown["upstream"] == "http://me:***@10.0.0.5:8000/v1" and shown["workers"] == 1
     assert not any(secret in str(shown) for secret in ("sk-one1", "sk-two2", "sk-up", "hunter2"))
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from toolproxy.config.settings import Settings
+from toolproxy.server import gunicorn_settings
 
 UNIT = ROOT / "deploy" / "toolproxy.service"
 EXEC = "/opt/toolproxy/venv/bin/toolproxy"
@@ -36,7 +38,7 @@ def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
 
 def test_the_unit_runs_as_its_own_user_and_outwaits_a_graceful_stop() -> None:
     unit = _directives(UNIT.read_text())
-    graceful = int(re.search(r"^graceful_timeout = (\d+)", (ROOT / "gunicorn.conf.py").read_text(), re.M)[1])
+    graceful = gunicorn_settings(Settings())["graceful_timeout"]
     assert unit["User"] == "toolproxy" and unit["EnvironmentFile"] == "/etc/toolproxy/env"
     assert unit["Restart"] == "on-failure"
     assert graceful < int(unit["TimeoutStopSec"]) <= graceful + 10

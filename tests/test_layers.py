@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "toolproxy"
 # Lowest first. A module may import its own layer's modules and any lower layer's, never a higher one.
 LAYERS = ("version", "errors", "wire", "dialects", "config", "meaning", "transform", "clients", "upstream", "observe",
-          "demo", "routes", "web", "cli", "__main__")
+          "demo", "routes", "web", "server", "cli", "__main__")
 PURE = ("wire", "dialects", "meaning")
 IMPURE = ("flask", "werkzeug", "gevent", "requests")
 MAX_LINES = 300

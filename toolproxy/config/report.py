@@ -21,13 +21,18 @@ def _shown(name: str, value: Any) -> Any:
     if name in SECRET_FIELDS:
         if not value:
             return "(none)"
-        return f"(set, {len(value)} keys)" if isinstance(value, tuple) else "(set)"
+        if isinstance(value, tuple):
+            return f"(set: {len(value)} key{'s' if len(value) > 1 else ''})"
+        return "(set)"
     if name == "models":
-        return [{"match": rule.match, **{key: _shown(key, item) for key, item in rule.overrides.items()}}
-                for rule in value]
+        return "; ".join(f"{rule.match!r}: " + ", ".join(f"{key}={_shown(key, item)}"
+                                                         for key, item in rule.overrides.items())
+                         for rule in value) or "(none)"
     if name == "upstream" and isinstance(value, str):
         return _without_password(value)
-    return "(none)" if value is None or value == () else value
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value)) or "(none)"
+    return "(none)" if value is None else value
 
 
 def _without_password(url: str) -> str:

@@ -59,6 +59,8 @@ class TransformRecord:
     worker: int = 0  # os.getpid() of the worker that served it
     error_code: str | None = None  # ProxyError.code when the request failed; labels the upstream-error metric
     client_content: str | None = None  # the content alone, for the downloadable test case
+    client_request_id: str = ""  # the X-Request-Id the client (or a reverse proxy in front) sent, if any
+    denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
 
     def has_issues(self) -> bool:
         return bool(self.issues) or any(call.get("valid") is False for call in self.calls)
@@ -125,10 +127,15 @@ def _escaped(secret: str) -> re.Pattern[str]:
     return re.compile("".join(forms(char) for char in secret))
 
 
-def new_record(client: str, address: str, request_bytes: int) -> TransformRecord:
-    request_id = "req_" + "".join(secrets.choice(_ALPHABET) for _ in range(16))
-    return TransformRecord(request_id, time.time(), client=client, address=address, request_bytes=request_bytes,
-                           worker=os.getpid())
+def new_request_id() -> str:
+    """The id of a request's record: sent back as `X-Request-Id`, shown by the dashboard, in the log line."""
+    return "req_" + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+
+
+def new_record(client: str, address: str, request_bytes: int, request_id: str | None = None,
+               client_request_id: str = "") -> TransformRecord:
+    return TransformRecord(request_id or new_request_id(), time.time(), client=client, address=address,
+                           request_bytes=request_bytes, worker=os.getpid(), client_request_id=client_request_id)
 
 
 def fill_answer(record: TransformRecord, answer: dict[str, Any] | None) -> None:

@@ -107,10 +107,6 @@ class Exchange:
                 self.sink(fill_record(self.record, self, status, error, error_code))
             except Exception:  # an outer edge: the transform log must never fail a request
                 logger.exception("could not record the transform")
-        logger.info("chat route=%s mode=%s model=%s status=%s calls=%s dialects=%s repairs=%d issues=%s ms=%d",
-                    self.route, self.target.tool_mode, self.request.model, status,
-                    ",".join(self.outcome.calls) or "-", ",".join(sorted(set(self.outcome.dialects))) or "-",
-                    self.repairs, "; ".join(self.outcome.issues) or "-", (time.monotonic() - self.started) * 1000)
 
 
 def model_text(choice: dict[str, Any]) -> str:
@@ -134,6 +130,7 @@ def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, 
     record.issues = list(outcome.issues)
     record.actions = [issue for issue in outcome.issues if issue.startswith(("access policy", "Stopped by"))]
     record.repairs = exchange.repairs
+    record.denied = list(outcome.denied)
     record.tools = request.body.get("tools") or (
         [{"name": name, "parameters": schema} for name, schema in exchange.tools.items()] if exchange.vtc else None)
     record.raw_text = "\n\n".join(exchange.raw_texts)

@@ -9,6 +9,7 @@ from typing import Any
 
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
+from toolproxy.observe.logs import log_request
 from toolproxy.observe.metrics import Metrics
 from toolproxy.observe.record import TransformRecord
 from toolproxy.observe.translog import TransformLog
@@ -26,6 +27,7 @@ class Proxy:
     demo: DemoUpstream = field(default_factory=DemoUpstream)
     started: float = field(default_factory=time.time)
     _health: tuple[float, list[dict[str, Any]]] = (0.0, [])
+    secrets: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Proxy:
@@ -36,12 +38,13 @@ class Proxy:
                      if rule.overrides.get("upstream_api_key"))]
         translog = TransformLog(settings.data_dir, max_records=settings.log_records,
                                 max_field_chars=settings.log_field_chars, secrets=secrets)
-        return cls(settings, http, translog, Metrics())
+        return cls(settings, http, translog, Metrics(), secrets=tuple(secrets))
 
     def record(self, record: TransformRecord) -> None:
-        """A finished request into the shared log and the metrics; neither ever fails the request."""
+        """A finished request into the shared log, the metrics and its one log line; none ever fails the request."""
         self.translog.add(record)
         self.metrics.observe(record)
+        log_request(record, self.secrets)
 
     def upstream_for(self, target: ModelSettings) -> Upstream:
         """The configured server, or the built-in demo model when no upstream is configured for this model."""

@@ -1,0 +1,101 @@
+"""The `toolproxy` command (also `python -m toolproxy`): `serve` runs the gunicorn gevent server of `make run`,
+`check-config` validates a configuration and shows what it resolves to, secrets masked.
+
+Settings come from command-line flags over `TOOLPROXY_*` variables over the YAML file: the flags are written
+into the environment the settings are read from, so one loader validates all three the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolproxy import __version__
+from toolproxy.config.report import masked, warnings_for
+from toolproxy.config.settings import ConfigError, Settings, load_settings
+
+# serve's flags and the variable each one sets.
+_FLAG_VARIABLES = {"upstream": "TOOLPROXY_UPSTREAM", "workers": "TOOLPROXY_WORKERS", "config": "TOOLPROXY_CONFIG"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command is None:
+        parser().print_help()
+        return 2
+    result: int = args.run(args)
+    return result
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="toolproxy", description="An OpenAI-compatible proxy that makes tool "
+                                     "calling with local models work. Settings: flags over TOOLPROXY_* variables "
+                                     "over the YAML file (see the README's Configuration).")
+    root.add_argument("--version", action="version", version=f"toolproxy {__version__}")
+    commands = root.add_subparsers(dest="command", title="commands")
+    serve = commands.add_parser("serve", help="run the proxy (gunicorn with gevent workers)")
+    serve.add_argument("--upstream", metavar="URL", help="base URL of the OpenAI-compatible server, with /v1")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to listen on (default 8003)")
+    serve.add_argument("--workers", type=int, metavar="N", help="gunicorn worker processes (default 1)")
+    serve.add_argument("--config", metavar="FILE", help="YAML configuration file")
+    serve.set_defaults(run=_serve)
+    check = commands.add_parser("check-config", help="validate a configuration and print the resolved settings")
+    check.add_argument("file", nargs="?", help="YAML file (default: TOOLPROXY_CONFIG, if set)")
+    check.set_defaults(run=_check_config)
+    return root
+
+
+def environ_for(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment with serve's flags written over it: flags win over variables, which win over YAML."""
+    result = dict(environ)
+    for flag, variable in _FLAG_VARIABLES.items():
+        if getattr(args, flag, None) is not None:
+            result[variable] = str(getattr(args, flag))
+    if args.host is not None or args.port is not None:
+        host, _, port = _current_bind(result).rpartition(":")
+        result["TOOLPROXY_BIND"] = f"{args.host or host}:{args.port or port}"
+    return result
+
+
+def _current_bind(environ: Mapping[str, str]) -> str:
+    """The bind the variables and the YAML file give; a unix socket gives way to the default host and port."""
+    try:
+        bind = load_settings(environ).bind
+    except ConfigError:
+        bind = Settings().bind  # the full load that follows reports the problems
+    return Settings().bind if bind.startswith("unix:") else bind
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from toolproxy.server import Server, settings_or_exit  # what the master may import: no Flask, no requests
+
+    environ = environ_for(args, os.environ)
+    settings_or_exit(environ)  # every problem listed before gunicorn starts
+    os.environ.update(environ)  # the server reads them, and a reload (HUP) reads the same again
+    Server().run()
+    return 0
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    environ = dict(os.environ)
+    if args.file:
+        environ["TOOLPROXY_CONFIG"] = args.file
+    try:
+        settings = load_settings(environ)
+    except ConfigError as error:
+        print(f"toolproxy: the configuration has problems:\n{error}", file=sys.stderr)
+        return 1
+    for warning in warnings_for(settings):
+        print(f"warning: {warning}", file=sys.stderr)
+    _print_settings(masked(settings))
+    return 0
+
+
+def _print_settings(values: dict[str, Any]) -> None:
+    width = max(map(len, values))
+    for name, value in values.items():
+        print(f"{name:<{width}}  {value}")

@@ -1,0 +1,105 @@
+"""The gunicorn server toolproxy runs in, defined once: `gunicorn.conf.py` (`make run`) re-exports these settings,
+and `toolproxy serve` hands the same ones to gunicorn's application API.
+
+Standard library and `toolproxy.config` only: gunicorn's master loads this before the workers monkey-patch,
+and must not import `ssl` or `requests` early; the same reason keeps the app out of the master (no preload).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from toolproxy.config.report import warnings_for
+from toolproxy.config.settings import ConfigError, Settings, exposure_problem, load_settings
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# How long a stopping worker lets running requests (long generations) finish; deploy/toolproxy.service waits
+# a little longer before it kills.
+GRACEFUL_TIMEOUT = 120
+
+
+def settings_or_exit(environ: dict[str, str] | None = None) -> Settings:
+    """The settings, or the process ends with every problem listed (no traceback: it is the user's file)."""
+    try:
+        return load_settings(environ)
+    except ConfigError as error:
+        sys.exit(f"toolproxy: the configuration has problems:\n{error}")
+
+
+def gunicorn_settings(settings: Settings) -> dict[str, Any]:
+    """gunicorn's settings for these toolproxy settings."""
+    return {
+        "bind": [settings.bind],
+        "workers": settings.workers,
+        "worker_class": "gevent",
+        "worker_connections": 200,
+        # With gevent, `timeout` is a heartbeat: a worker dies only when something blocks its loop that long.
+        "timeout": 30,
+        "graceful_timeout": GRACEFUL_TIMEOUT,
+        "keepalive": 15,
+        "preload_app": False,
+        # toolproxy writes one line per request itself, with what an access line lacks (record id, calls...).
+        "accesslog": None,
+        "errorlog": "-",
+        "loglevel": settings.log_level.lower(),
+        # gunicorn 27's control socket lives at one path per user: a second instance on the box would fight over
+        # it, and toolproxy needs no runtime control beyond signals.
+        "control_socket_disable": True,
+        "on_starting": _on_starting(settings),
+        "child_exit": _child_exit,
+    }
+
+
+def _on_starting(settings: Settings) -> Any:
+    def on_starting(server: Any) -> None:
+        """In the master, before any worker: refuse to expose an open proxy, checked on the real addresses (after
+        any `-b` on the command line); say what in the configuration looks wrong; give the workers a fresh
+        directory for prometheus-client's multiprocess mode (metrics of every worker, summed), which must be in
+        their environment before they import it."""
+        hosts = [address[0] if isinstance(address, tuple) else "unix" for address in server.cfg.address]
+        problem = exposure_problem([host for host in hosts if host != "unix"], settings)
+        if problem:
+            sys.exit(f"toolproxy: {problem}")
+        if settings.allow_open and not settings.api_keys:
+            server.log.warning("toolproxy: TOOLPROXY_ALLOW_OPEN=1: serving without API keys")
+        for warning in warnings_for(settings):
+            server.log.warning("toolproxy: %s", warning)
+        metrics_dir = os.path.join(settings.data_dir, "metrics")
+        shutil.rmtree(metrics_dir, ignore_errors=True)  # counts from an earlier run must not linger
+        os.makedirs(metrics_dir, exist_ok=True)
+        os.environ[MULTIPROC_ENV] = metrics_dir
+
+    return on_starting
+
+
+def _child_exit(server: Any, worker: Any) -> None:
+    from toolproxy.observe.metrics import mark_process_dead  # late: keep the master free of the app's imports
+
+    mark_process_dead(worker.pid)
+
+
+class Server(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type information
+    """`toolproxy serve`: gunicorn's application API with the settings above; the app is built in each worker,
+    after gevent has patched it. Settings come from the environment, which `toolproxy serve` wrote its flags into,
+    and are read again on a reload (HUP)."""
+
+    def __init__(self) -> None:
+        self.settings = Settings()
+        super().__init__(prog="toolproxy serve")
+
+    def load_config(self) -> None:
+        self.settings = settings_or_exit()
+        for key, value in gunicorn_settings(self.settings).items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from toolproxy import create_app
+        from toolproxy.observe.logs import configure
+
+        configure(self.settings)
+        return create_app(self.settings)
