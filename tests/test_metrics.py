@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from toolproxy.observe.metrics import MULTIPROC_ENV, Metrics, call_outcomes, mark_process_dead, upstream_error_kind
 from toolproxy.observe.record import TransformRecord
+from toolproxy.version import __version__
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -49,7 +50,8 @@ def test_observed_records_are_counted() -> None:
     metrics.observe(make_record(calls=[call("read", "hermes", valid=False)], overhead_ms=3.0, upstream_ms=900.0))
     metrics.observe(make_record(calls=[call("read", "mistral")], repairs=1))
     metrics.observe(make_record(calls=[call("edit", "hermes")], issues=["hermes: arguments of 'edit' repaired (x)"]))
-    metrics.observe(make_record(actions=["access policy: toolproxy refused the call to `rm`: denied."]))
+    metrics.observe(make_record(actions=["access policy: toolproxy refused the call to `rm`: denied."],
+                                denied=["pythonic"]))
     metrics.observe(make_record("loop_guard"))
     metrics.observe(make_record("plain", 504, error_code="upstream_timeout", upstream_ms=30000.0))
     metrics.observe(make_record("plain", 502))
@@ -59,11 +61,12 @@ def test_observed_records_are_counted() -> None:
     assert value(samples, "toolproxy_requests_total", route="plain", status="504") == 1
     assert value(samples, "toolproxy_requests_total", route="stream", status="client_disconnected") == 1
     outcomes = {("native", "native"): 1, ("hermes", "extracted"): 1, ("hermes", "invalid"): 1,
-                ("mistral", "repaired"): 1, ("hermes", "coerced"): 1, ("unknown", "denied"): 1}
+                ("mistral", "repaired"): 1, ("hermes", "coerced"): 1, ("pythonic", "denied"): 1}
     for (dialect, outcome), count in outcomes.items():
         assert value(samples, "toolproxy_tool_calls_total", dialect=dialect, outcome=outcome) == count
     assert sum(v for (name, _), v in samples.items() if name == "toolproxy_tool_calls_total") == 6
-    assert value(samples, "toolproxy_loop_guard_total") == 1
+    assert value(samples, "toolproxy_loop_guard_stops_total") == 1
+    assert value(samples, "toolproxy_build_info", version=__version__) == 1
     assert value(samples, "toolproxy_upstream_errors_total", kind="upstream_timeout") == 1
     assert value(samples, "toolproxy_upstream_errors_total", kind="http_502") == 1
     assert value(samples, "toolproxy_overhead_seconds_count") == 9
@@ -102,10 +105,10 @@ def test_an_upstream_cannot_mint_label_values() -> None:
     assert upstream_error_kind(make_record(status="client_disconnected")) is None
 
 
-def test_denied_calls_come_from_access_policy_actions_only() -> None:
+def test_denied_calls_keep_the_dialect_they_were_written_in() -> None:
     record = make_record(actions=["Stopped by toolproxy's loop guard: ...", "access policy: refused `a`",
-                                  "access policy: refused `b`"])
-    assert call_outcomes(record) == [("unknown", "denied"), ("unknown", "denied")]
+                                  "access policy: refused `b`"], denied=["hermes", "glm"])
+    assert call_outcomes(record) == [("hermes", "denied"), ("glm", "denied")]
 
 
 def test_mark_process_dead_outside_multiprocess_mode_does_nothing() -> None:

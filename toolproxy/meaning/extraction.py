@@ -36,6 +36,7 @@ class Extraction:
     failures: list[str] = field(default_factory=list)  # the issues that are failed attempts to call a tool
     reasoning: str | None = None  # for `reasoning_content`
     kept_reasoning: str = ""  # "keep": the reasoning markup that goes back in front of the content
+    denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
 
     @property
     def calls(self) -> list[Call]:

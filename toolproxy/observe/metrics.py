@@ -23,6 +23,8 @@ from prometheus_client import (
     values,
 )
 
+from toolproxy.version import __version__
+
 if TYPE_CHECKING:
     from toolproxy.observe.record import TransformRecord
 
@@ -47,6 +49,7 @@ class _Instruments:
     overhead: Histogram
     upstream: Histogram
     in_flight: Gauge
+    build_info: Gauge
 
 
 def _instruments(registry: CollectorRegistry | None) -> _Instruments:
@@ -55,7 +58,7 @@ def _instruments(registry: CollectorRegistry | None) -> _Instruments:
                 registry=registry),
         Counter("toolproxy_tool_calls", "Tool calls by dialect and outcome", ["dialect", "outcome"],
                 registry=registry),
-        Counter("toolproxy_loop_guard", "Requests the loop guard stopped", registry=registry),
+        Counter("toolproxy_loop_guard_stops", "Requests the loop guard stopped", registry=registry),
         Counter("toolproxy_upstream_errors", "Requests that failed upstream, by kind", ["kind"], registry=registry),
         Histogram("toolproxy_overhead_seconds", "Time spent in the proxy itself, upstream waits excluded",
                   buckets=OVERHEAD_BUCKETS, registry=registry),
@@ -63,6 +66,9 @@ def _instruments(registry: CollectorRegistry | None) -> _Instruments:
                   registry=registry),
         Gauge("toolproxy_in_flight_requests", "Chat requests being answered", multiprocess_mode="livesum",
               registry=registry),
+        # "max": one series for the instance, not one per worker.
+        Gauge("toolproxy_build_info", "Always 1; the labels say which toolproxy runs", ["version"],
+              multiprocess_mode="max", registry=registry),
     )
 
 
@@ -86,6 +92,7 @@ class Metrics:
             os.makedirs(self._directory, exist_ok=True)  # each worker's files go here from the first metric on
         self._registry = CollectorRegistry() if self._directory is None else None
         self._instruments = _process_instruments() if self._registry is None else _instruments(self._registry)
+        self._instruments.build_info.labels(version=__version__).set(1)
 
     @property
     def multiprocess(self) -> bool:
@@ -140,11 +147,11 @@ class Metrics:
 
 
 def call_outcomes(record: TransformRecord) -> list[tuple[str, str]]:
-    """(dialect, outcome) for each tool call of the record, and ("unknown", "denied") for each refused one.
-    One outcome per call, the most telling first: invalid, repaired, coerced, then native or extracted."""
+    """(dialect, outcome) for each tool call of the record, and (the dialect it was written in, "denied") for each
+    one the access policy refused. One outcome per call, the most telling first: invalid, repaired, coerced, then
+    native or extracted."""
     found = [(str(call.get("dialect") or "unknown"), _outcome(call, record)) for call in record.calls]
-    denied = [("unknown", "denied") for action in record.actions if action.startswith("access policy")]
-    return found + denied
+    return found + [(dialect or "unknown", "denied") for dialect in record.denied]
 
 
 def _outcome(call: dict[str, object], record: TransformRecord) -> str:

@@ -40,11 +40,13 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     repairs: int = 0
     details: list[dict[str, Any]] = field(default_factory=list)  # each returned call, for the transform log
+    denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
 
     def add(self, extraction: Extraction) -> None:
         self.dialects.extend(call.dialect for call in extraction.calls)
         self.issues.extend(extraction.issues)
         self.failures.extend(extraction.failures)
+        self.denied.extend(extraction.denied)
 
     def returned(self, calls: Sequence[Call]) -> None:
         """The calls the client gets, named for the log line and detailed for the transform log."""
@@ -125,10 +127,12 @@ def police(extraction: Extraction, access: AccessPolicy) -> list[Segment]:
     policed: list[Segment] = []
     for segment in extraction.segments:
         refusal = access.refusal(segment.name, segment.arguments) if isinstance(segment, Call) else None
-        if refusal is not None:
+        if isinstance(segment, Call) and refusal is not None:
             extraction.issues.append(f"access policy: {refusal}")
-            segment = Text(f"\n\n{refusal}\n\n")
-        policed.append(segment)
+            extraction.denied.append(segment.dialect)
+            policed.append(Text(f"\n\n{refusal}\n\n"))
+        else:
+            policed.append(segment)
     return policed
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 from toolproxy.clients import vtc
 from toolproxy.errors import AuthenticationFailed, ProxyError
@@ -16,6 +16,7 @@ from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.transform.chat_request import parse_chat_request
 from toolproxy.web import browsers
+from toolproxy.version import __version__
 
 bp = Blueprint("api", __name__)
 browsers.install(bp)
@@ -57,7 +58,8 @@ def chat_completions() -> Response:
     proxy = current_proxy()
     settings = proxy.settings
     data = request.get_data(cache=False)
-    record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data))
+    record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data),
+                        request_id=g.request_id, client_request_id=g.client_request_id)
     try:
         chat = parse_chat_request(data, settings.max_json_depth)
         target = models.route(settings, chat.model)
@@ -95,5 +97,5 @@ def list_models() -> Response:
 
 @bp.get("/health")
 def health() -> Response:
-    """Liveness only: never touches the upstream and reveals no configuration."""
-    return json_response({"status": "ok"})
+    """Liveness only: never touches the upstream and reveals no configuration (the version is public anyway)."""
+    return json_response({"status": "ok", "version": __version__})

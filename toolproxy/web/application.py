@@ -7,12 +7,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, Response, request
+from flask import Flask, Response, g, request
 from werkzeug.exceptions import HTTPException
 
 from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
 from toolproxy.observe.record import valid_text
+from toolproxy.observe.record import new_request_id
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.web import api, dashboard, hosts, pages
@@ -20,6 +21,7 @@ from toolproxy.web import api, dashboard, hosts, pages
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
+MAX_CLIENT_ID = 200  # characters of a client's X-Request-Id kept in the record
 DEMO_BANNER = ("DEMO MODEL IN USE: no upstream is configured, so toolproxy answers with its built-in scripted "
                "model. Set TOOLPROXY_UPSTREAM=http://HOST:PORT/v1 to proxy a real server.")
 
@@ -38,7 +40,9 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     app.register_blueprint(dashboard.metrics_bp)
     _register_error_handlers(app, settings)
+    app.before_request(_assign_request_id)
     app.after_request(_nosniff)
+    app.after_request(_request_id_header)
     if settings.is_demo:
         logger.warning(DEMO_BANNER)
     return app
@@ -61,6 +65,18 @@ def _register_error_handlers(app: Flask, settings: Settings) -> None:
 
 def _printable(value: Any) -> Any:
     return valid_text(value) if isinstance(value, str) else value
+
+
+def _assign_request_id() -> None:
+    """Every request gets our own id (a client's may repeat or collide); the client's is kept beside it."""
+    g.request_id = new_request_id()
+    sent = request.headers.get("X-Request-Id", "")[:MAX_CLIENT_ID]
+    g.client_request_id = sent if sent.isprintable() and sent.isascii() else ""
+
+
+def _request_id_header(response: Response) -> Response:
+    response.headers["X-Request-Id"] = g.get("request_id") or new_request_id()
+    return response
 
 
 def _nosniff(response: Response) -> Response:
