@@ -157,3 +157,19 @@ def test_in_flight_gauge_covers_a_stream_until_its_end(upstream, gunicorn_proxy)
         response.content  # noqa: B018 (read to the end)
     time.sleep(0.2)
     assert gauge() == 0
+
+
+def test_the_login_is_a_signed_session_that_cannot_be_forged(upstream, serve, settings):
+    proxy = serve(with_settings(settings, api_keys=("sk-dash",)))
+    other = serve(with_settings(settings, api_keys=("sk-other",)))
+    session = requests.Session()
+    session.post(f"{proxy.url}/dashboard/login", data={"key": "sk-dash"}, timeout=5)
+    cookie = session.cookies.get("toolproxy_session")
+    payload, _, signature = cookie.rpartition(".")
+    assert session.get(f"{proxy.url}/dashboard/records.json", timeout=5).status_code == 200
+    for forged in (f"{payload}.{signature[:-2]}xx", "eyJkYXNoYm9hcmQiOnRydWV9.AAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAA"):
+        response = requests.get(f"{proxy.url}/dashboard/records.json", cookies={"toolproxy_session": forged},
+                                timeout=5)
+        assert response.status_code == 401
+    elsewhere = requests.get(f"{other.url}/dashboard/records.json", cookies={"toolproxy_session": cookie}, timeout=5)
+    assert elsewhere.status_code == 401, "a session signed under other keys is refused"

@@ -38,6 +38,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(dashboard.bp)
+    dashboard.configure_session(app, settings.api_keys)
     app.register_blueprint(dashboard.metrics_bp)
     _register_error_handlers(app, settings)
     app.before_request(_assign_request_id)

@@ -5,11 +5,12 @@ the script is served by the app (no CDN: the box may be offline) and the page wo
 from __future__ import annotations
 
 import hashlib
-import hmac
 import time
+from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, url_for
+from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template, request, session, url_for
+from flask.sessions import SecureCookieSessionInterface
 from werkzeug.wrappers import Response as BaseResponse
 
 from toolproxy.routes.proxy import Proxy
@@ -41,7 +42,7 @@ def _proxy() -> Proxy:
 def require_login() -> BaseResponse | None:
     if request.endpoint == "dashboard.login" or not _proxy().settings.api_keys:
         return None
-    if _session_valid(request.cookies.get(COOKIE, "")):
+    if session.get("dashboard") is True:  # Flask's session: signed (itsdangerous), expiring after SESSION_SECONDS
         return None
     if request.path.endswith(".json"):
         abort(401)
@@ -101,10 +102,10 @@ def login() -> BaseResponse | str:
     keys = _proxy().settings.api_keys
     if request.method == "POST":
         if keys and is_authorized(f"Bearer {request.form.get('key', '')}", keys):
-            response = redirect(url_for("dashboard.index"))
-            response.set_cookie(COOKIE, _new_session(), max_age=SESSION_SECONDS, httponly=True, samesite="Strict",
-                                secure=request.is_secure)
-            return response
+            session.clear()
+            session.permanent = True
+            session["dashboard"] = True
+            return redirect(url_for("dashboard.index"))
         return render_template("login.html", failed=True, demo=False)
     return render_template("login.html", failed=False, demo=False)
 
@@ -140,20 +141,17 @@ def _filters() -> dict[str, Any]:
     return filters
 
 
-def _secret() -> bytes:
-    """Derived from the configured keys, so every worker (and every instance with the same keys) agrees."""
-    return hashlib.sha256(("toolproxy-dashboard\0" + "\0".join(_proxy().settings.api_keys)).encode()).digest()
+def configure_session(app: Flask, api_keys: tuple[str, ...]) -> None:
+    """The dashboard's login lives in Flask's signed session cookie. The signing key is derived from the
+    configured API keys, so every worker (and every instance with the same keys) accepts it, and changing the keys
+    signs everyone out."""
+    app.secret_key = hashlib.sha256(("toolproxy-dashboard\0" + "\0".join(api_keys)).encode()).digest()
+    app.config.update(SESSION_COOKIE_NAME=COOKIE, SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
+                      PERMANENT_SESSION_LIFETIME=timedelta(seconds=SESSION_SECONDS))
+    app.session_interface = _SessionInterface()
 
 
-def _new_session() -> str:
-    expires = str(int(time.time()) + SESSION_SECONDS)
-    signature = hmac.new(_secret(), expires.encode(), hashlib.sha256).hexdigest()
-    return f"{expires}.{signature}"
-
-
-def _session_valid(cookie: str) -> bool:
-    expires, _, signature = cookie.partition(".")
-    if not expires.isdigit() or int(expires) < time.time():
-        return False
-    expected = hmac.new(_secret(), expires.encode(), hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), signature.encode("latin-1", errors="replace"))
+class _SessionInterface(SecureCookieSessionInterface):
+    def get_cookie_secure(self, app: Flask) -> bool:
+        """Secure exactly when the page was served over TLS: a LAN box without TLS still gets its cookie."""
+        return request.is_secure
