@@ -52,7 +52,18 @@ def gunicorn_settings(settings: Settings) -> dict[str, Any]:
         "control_socket_disable": True,
         "on_starting": _on_starting(settings),
         "child_exit": _child_exit,
+        **({"logconfig_dict": _JSON_LOGS} if settings.log_format == "json" else {}),
     }
+
+
+# TOOLPROXY_LOG_FORMAT=json: gunicorn's own lines (start, workers, crashes) as JSON too, so a log shipper reads
+# every line; its access logger stays silent (toolproxy writes the request's line).
+_JSON_LOGS: dict[str, Any] = {
+    "root": {"level": "INFO", "handlers": ["error_console"]},
+    "loggers": {"gunicorn.error": {"level": "INFO", "handlers": ["error_console"], "propagate": False},
+                "gunicorn.access": {"level": "CRITICAL", "handlers": [], "propagate": False}},
+    "formatters": {"generic": {"()": "toolproxy.observe.logs.JsonFormatter"}},
+}
 
 
 def _on_starting(settings: Settings) -> Any:
