@@ -83,3 +83,13 @@ def test_health_and_metrics_name_the_version(upstream, serve, settings):
     assert samples[("toolproxy_tool_calls_total", frozenset({("dialect", "hermes"), ("outcome", "denied")}))] == 1
     assert ("toolproxy_loop_guard_stops_total", frozenset()) in samples
 
+
+
+def test_a_request_id_leads_to_its_record_on_the_dashboard(upstream, proxy):
+    upstream.completion("hello")
+    ours = proxy.post(make_body(), headers={"X-Request-Id": "nginx-7f3a"}).headers["X-Request-Id"]
+    _records(proxy.url, 1)
+    page = requests.get(f"{proxy.url}/dashboard/request/{ours}", timeout=5)
+    assert page.status_code == 200 and "/dashboard/record/" in page.url
+    assert ours in page.text and "nginx-7f3a" in page.text
+    assert requests.get(f"{proxy.url}/dashboard/request/req_unknown", timeout=5).status_code == 404

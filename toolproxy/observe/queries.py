@@ -44,6 +44,12 @@ def get(path: str, record_id: int) -> dict[str, Any] | None:
     return {"id": rows[0][0], **json.loads(rows[0][1])} if rows else None
 
 
+def find(path: str, request_id: str) -> int | None:
+    """The row id of the record with this request id (the `X-Request-Id` a response carried), or None."""
+    (rows,) = _read(path, [("SELECT id FROM records WHERE request_id = ? ORDER BY id DESC LIMIT 1", (request_id,))])
+    return int(rows[0][0]) if rows else None
+
+
 def stats(path: str) -> dict[str, Any]:
     """Counts over the stored records, all from one snapshot."""
     results = _read(path, [(_STATS_TOTALS, ()), (_STATS_OVERHEAD, ()),

@@ -236,6 +236,10 @@ class TransformLog:
         """The full record (redacted and truncated as stored), or None."""
         return queries.get(self.path, record_id)
 
+    def find(self, request_id: str) -> int | None:
+        """The row id of the record with this request id, or None."""
+        return queries.find(self.path, request_id)
+
     def stats(self) -> dict[str, Any]:
         """Counts over the stored records, all from one snapshot."""
         return queries.stats(self.path)

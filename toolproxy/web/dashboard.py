@@ -72,6 +72,15 @@ def records() -> Response:
     return Response(jsonwire.dumps({"records": rows}), mimetype="application/json")
 
 
+@bp.get("/request/<request_id>")
+def by_request_id(request_id: str) -> BaseResponse:
+    """A response's `X-Request-Id` (or a log line's request_id) leads to its record."""
+    found = _proxy().translog.find(request_id)
+    if found is None:
+        abort(404)
+    return redirect(url_for("dashboard.record", record_id=found))
+
+
 @bp.get("/record/<int:record_id>")
 def record(record_id: int) -> str:
     found = _proxy().translog.get(record_id)
