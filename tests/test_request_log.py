@@ -33,6 +33,7 @@ def test_one_json_line_per_request_with_its_record_id(upstream, start_gunicorn):
     answer = requests.post(f"{server.url}/v1/chat/completions", json=make_body("x", [READ]), timeout=10,
                            headers={"X-Request-Id": "client-42"})
     rejected = requests.post(f"{server.url}/v1/chat/completions", json={"model": "m"}, timeout=10)
+    listed = requests.get(f"{server.url}/v1/models", timeout=10)
     ours = answer.headers["X-Request-Id"]
     assert ours.startswith("req_") and rejected.headers["X-Request-Id"].startswith("req_")
     lines = [json.loads(line) for line in server.output().splitlines()]  # gunicorn's own lines are JSON too
@@ -46,6 +47,9 @@ def test_one_json_line_per_request_with_its_record_id(upstream, start_gunicorn):
     assert line["upstream_ms"] >= 0 and line["overhead_ms"] >= 0 and line["level"] == "INFO"
     assert any(other.get("request_id") == rejected.headers["X-Request-Id"] and other["status"] == 400
                for other in lines), "a rejected request has its line too"
+    (models,) = [line for line in lines if line.get("request_id") == listed.headers["X-Request-Id"]]
+    assert (models["method"], models["path"], models["status"]) == ("GET", "/v1/models", 200)
+    assert not any(line.get("path") == "/health" for line in lines), "probes only at DEBUG"
 
 
 def test_text_lines_and_no_access_line(upstream, start_gunicorn):

@@ -52,6 +52,16 @@ def log_request(record: TransformRecord, secrets: Sequence[str] = ()) -> None:
         logging.getLogger(__name__).exception("could not log request %s", getattr(record, "request_id", "?"))
 
 
+def log_other(request_id: str, method: str, path: str, status: int) -> None:
+    """The line of a request that is not a chat completion (those have a record): at INFO for the API (`/v1/models`),
+    at DEBUG for probes, pages, metrics and static files, which would drown the log otherwise."""
+    fields = {"request_id": request_id, "method": method, "path": path, "status": status}
+    level = logging.INFO if path.startswith("/v1/") else logging.DEBUG
+    if logger.isEnabledFor(level):
+        logger.log(level, "request %s", " ".join(_pair(key, value) for key, value in fields.items()),
+                   extra={_FIELDS_ATTRIBUTE: fields})
+
+
 def _redacted(value: Any, secrets: Sequence[str]) -> Any:
     if isinstance(value, str):
         return redact(value, secrets)

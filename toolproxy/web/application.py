@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
 from toolproxy.observe.record import valid_text
+from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
@@ -77,6 +78,8 @@ def _assign_request_id() -> None:
 
 def _request_id_header(response: Response) -> Response:
     response.headers["X-Request-Id"] = g.get("request_id") or new_request_id()
+    if request.endpoint != "api.chat_completions":  # a chat completion's line comes with its record
+        log_other(response.headers["X-Request-Id"], request.method, request.path, response.status_code)
     return response
 
 
