@@ -87,8 +87,8 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: object) -> None
         if process.poll() is not None:
             raise AssertionError(f"toolproxy serve exited: {Path(getattr(log, 'name', '')).read_text()}")
         try:
-            requests.get(f"{url}/health", timeout=2)
+            requests.get(f"{url}/health", timeout=10)
             return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or a worker still booting
             time.sleep(0.2)
     raise AssertionError("toolproxy serve did not start")
