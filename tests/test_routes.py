@@ -8,6 +8,7 @@ import re
 from tests.conftest import make_body, make_tool, with_settings
 from tests.fake_upstream import completion
 from tests.sse_client import accumulate, read_stream
+from toolproxy.version import __version__
 
 READ = make_tool("read", {"path": {"type": "string"}, "limit": {"type": "integer"}}, ["path"])
 CALL_ID = re.compile(r"call_[A-Za-z0-9]{24}")
@@ -204,7 +205,7 @@ def test_health_and_models(upstream, proxy):
     import requests
 
     health = requests.get(f"{proxy.url}/health", timeout=5)
-    assert health.json() == {"status": "ok"} and not upstream.received
+    assert health.json() == {"status": "ok", "version": __version__} and not upstream.received
     models = {"object": "list", "data": [{"id": "qwen", "object": "model"}]}
     upstream.script = lambda request, wire: wire.send_json(models)
     assert requests.get(f"{proxy.url}/v1/models", timeout=5).json() == models
