@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,13 @@ def run(*command: str | Path, cwd: Path, timeout: float = 60) -> str:
 def _environ() -> dict[str, str]:
     return {key: value for key, value in os.environ.items()
             if not key.startswith(("TOOLPROXY_", "PYTHON", "VIRTUAL_ENV", "PROMETHEUS_"))}
+
+
+def test_the_package_s_dependencies_are_requirements_txt() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "dependencies" in project["project"]["dynamic"] and "dependencies" not in project["project"]
+    assert project["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
+    assert all("==" in line for line in requirements()), "every runtime dependency is pinned"
 
 
 @pytest.mark.timeout(900)
