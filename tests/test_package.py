@@ -21,7 +21,7 @@ from tests.conftest import ROOT, free_port, make_tool
 from toolproxy import __version__
 
 # What a fresh clone has; caches, environments and build output of this checkout stay behind.
-LEFT_OUT = shutil.ignore_patterns(".git", ".venv", "data", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
+LEFT_OUT = shutil.ignore_patterns(".git", ".venv*", "data", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
                                   ".hypothesis", "node_modules")
 
 
