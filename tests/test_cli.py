@@ -97,6 +97,32 @@ def test_serve_runs_gunicorn_with_the_flags(upstream, tmp_path: Path) -> None:
     assert "route=tools " in output and '"POST /v1/chat/completions' not in output, "one line per request"
 
 
+def test_a_reload_with_a_broken_file_keeps_serving(upstream, tmp_path: Path) -> None:
+    upstream.completion("still here")
+    config, port = tmp_path / "toolproxy.yaml", free_port()
+    config.write_text(f"upstream: {upstream.url}\n")
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("TOOLPROXY_")}
+    with (tmp_path / "serve.log").open("w+") as log:
+        process = subprocess.Popen([sys.executable, "-m", "toolproxy", "serve", "--config", str(config), "--port",
+                                    str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   env={**clean, "TOOLPROXY_DATA_DIR": str(tmp_path)})
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_ready(url, process)
+            config.write_text("upstrem: nowhere\n")
+            process.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 60
+            while "reload refused" not in (tmp_path / "serve.log").read_text() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert "did you mean `upstream`?" in (tmp_path / "serve.log").read_text()
+            answer = requests.post(f"{url}/v1/chat/completions", timeout=30, json={
+                "model": "m", "messages": [{"role": "user", "content": "x"}]})
+            assert process.poll() is None and answer.json()["choices"][0]["message"]["content"] == "still here"
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(30)
+
+
 def _wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

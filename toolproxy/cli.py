@@ -57,7 +57,9 @@ def environ_for(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[st
             result[variable] = str(getattr(args, flag))
     if args.host is not None or args.port is not None:
         host, _, port = _current_bind(result).rpartition(":")
-        result["TOOLPROXY_BIND"] = f"{args.host or host}:{args.port or port}"
+        if args.host is not None:  # an IPv6 address takes brackets before its port
+            host = f"[{args.host}]" if ":" in args.host and not args.host.startswith("[") else args.host
+        result["TOOLPROXY_BIND"] = f"{host}:{args.port or port}"
     return result
 
 

@@ -1,8 +1,9 @@
 """The gunicorn server toolproxy runs in, defined once: `gunicorn.conf.py` (`make run`) re-exports these settings,
 and `toolproxy serve` hands the same ones to gunicorn's application API.
 
-Standard library and `toolproxy.config` only: gunicorn's master loads this before the workers monkey-patch,
-and must not import `ssl` or `requests` early; the same reason keeps the app out of the master (no preload).
+The standard library, gunicorn and `toolproxy.config` only: gunicorn's master loads this before the workers
+monkey-patch, and must not import `ssl` or `requests` early; the same reason keeps the app out of the master (no
+preload).
 """
 
 from __future__ import annotations
@@ -100,11 +101,18 @@ class Server(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type i
     and are read again on a reload (HUP)."""
 
     def __init__(self) -> None:
-        self.settings = Settings()
+        self.settings: Settings | None = None
         super().__init__(prog="toolproxy serve")
 
     def load_config(self) -> None:
-        self.settings = settings_or_exit()
+        try:
+            self.settings = load_settings()
+        except ConfigError as error:
+            if self.settings is None:
+                sys.exit(f"toolproxy: the configuration has problems:\n{error}")
+            # A reload (HUP, `systemctl reload`) with a broken file keeps serving with the settings it has:
+            # exiting here would take the running proxy down with it.
+            print(f"toolproxy: reload refused, the configuration has problems:\n{error}", file=sys.stderr)
         for key, value in gunicorn_settings(self.settings).items():
             self.cfg.set(key, value)
 
@@ -112,5 +120,6 @@ class Server(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type i
         from toolproxy import create_app
         from toolproxy.observe.logs import configure
 
+        assert self.settings is not None  # load_config ran first, or the process ended
         configure(self.settings)
         return create_app(self.settings)
