@@ -22,7 +22,7 @@ from toolproxy.transform.response import Outcome, ToolRequest, transform_complet
 from toolproxy.upstream.client import Upstream, UpstreamRequest, public_url
 from toolproxy.upstream.relay import Relay
 
-logger = logging.getLogger("toolproxy.routes.chat")  # one logger for the chat routes' one line per request
+logger = logging.getLogger("toolproxy.routes.chat")  # the request's own line comes with its record (observe/logs.py)
 
 
 @dataclass(slots=True)
