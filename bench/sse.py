@@ -19,7 +19,7 @@ import sseclient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toolproxy.sse import EventDecoder
+from toolproxy.wire.sse import EventDecoder
 
 MiB = 1 << 20
 READ = 4096
