@@ -15,8 +15,8 @@ from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.transform.chat_request import parse_chat_request
-from toolproxy.web import browsers
 from toolproxy.version import __version__
+from toolproxy.web import browsers
 
 bp = Blueprint("api", __name__)
 browsers.install(bp)

@@ -12,9 +12,8 @@ from werkzeug.exceptions import HTTPException
 
 from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
-from toolproxy.observe.record import valid_text
 from toolproxy.observe.logs import log_other
-from toolproxy.observe.record import new_request_id
+from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.web import api, dashboard, hosts, pages
