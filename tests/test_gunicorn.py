@@ -155,7 +155,7 @@ def test_secrets_never_reach_the_access_log_records_pages_or_metrics(upstream, s
     pages = _every_page(server.url, client_key, count=5)
     store = b"".join(path.read_bytes() for path in Path(server._data.name).glob("translog.sqlite3*"))
     log = server.output()
-    assert "GET /v1/models" in log, "the access log is there"
+    assert "method=GET path=/v1/models" in log, "the request log is there"
     for text in [*answers, *pages, log, store.decode("latin-1")]:
         assert "SENTINEL" not in text
 
