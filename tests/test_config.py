@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from toolproxy.config.exposure import exposure_problem
 from toolproxy.config.report import masked, warnings_for
-from toolproxy.config.settings import ConfigError, Settings, exposure_problem, load_settings
+from toolproxy.config.settings import ConfigError, Settings, load_settings
 
 
 def test_defaults_are_safe_and_demo():

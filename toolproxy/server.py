@@ -15,8 +15,9 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
+from toolproxy.config.exposure import exposure_problem
 from toolproxy.config.report import warnings_for
-from toolproxy.config.settings import ConfigError, Settings, exposure_problem, load_settings
+from toolproxy.config.settings import ConfigError, Settings, load_settings
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # How long a stopping worker lets running requests (long generations) finish; deploy/toolproxy.service waits
