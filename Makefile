@@ -3,13 +3,15 @@ PYTHON ?= python3
 # `make run VENV=...` builds and runs another environment (the smoke step does).
 VENV := .venv
 BIN := $(VENV)/bin
+# The JavaScript clients tests/test_node_clients.py drives (Node.js 20 and npm from the machine).
+NODE_CLIENTS := tests/node/node_modules/.installed
 
-.PHONY: run test smoke browser bench bench-parse clean
+.PHONY: run test test-agents smoke browser bench bench-parse clean
 
 run: $(VENV)/.runtime
 	$(BIN)/gunicorn -c gunicorn.conf.py app:app
 
-test: $(VENV)/.test browser smoke
+test: $(VENV)/.test browser smoke $(NODE_CLIENTS)
 	$(BIN)/ruff check toolproxy tests app.py gunicorn.conf.py bench
 	$(BIN)/mypy --strict toolproxy
 	$(BIN)/pytest
@@ -35,9 +37,13 @@ $(VENV)/.test: requirements.txt requirements-test.txt | $(VENV)/bin/python
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-test.txt
 	touch $(VENV)/.runtime $@
 
+$(NODE_CLIENTS): tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 # The dashboard's tests drive Debian's Chromium (no browser download: this network allows none).
 browser:
 	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
 clean:
-	rm -rf $(VENV) .venv-smoke .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-smoke tests/node/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis
