@@ -46,4 +46,20 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
 clean:
-	rm -rf $(VENV) .venv-smoke tests/node/node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-smoke tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+# The real agent CLIs (not in CI: large downloads, minutes of runtime). Node.js 26 for OpenClaw comes from npm
+# first, and every install script runs under it.
+AGENTS := .agents
+AGENT_NODE := $(AGENTS)/node/node_modules/.bin
+
+$(AGENTS)/.installed: tests/agents/package.json tests/agents/package-lock.json tests/agents/node/package.json tests/agents/node/package-lock.json
+	rm -rf $(AGENTS) && mkdir -p $(AGENTS)/node $(AGENTS)/clis
+	cp tests/agents/node/package.json tests/agents/node/package-lock.json $(AGENTS)/node/
+	cp tests/agents/package.json tests/agents/package-lock.json $(AGENTS)/clis/
+	cd $(AGENTS)/node && npm ci --no-audit --no-fund --loglevel=error
+	cd $(AGENTS)/clis && PATH="$(CURDIR)/$(AGENT_NODE):$$PATH" npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test-agents: $(VENV)/.test $(AGENTS)/.installed
+	$(BIN)/pytest -m agents tests/agents

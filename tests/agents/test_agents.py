@@ -1,0 +1,70 @@
+"""One headless turn of each real agent CLI through the proxy (real gunicorn, loopback) in front of a scripted
+model that writes its call as text: the agent must run the read tool on a file in its work dir, send the file's
+content back, and end its turn with the model's text. `make test-agents` only (marker `agents`): it installs
+the pinned CLIs first, and a run takes tens of seconds."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.agents.agents import RUNNERS, Run
+from tests.agents.scripted_model import FORMS, ScriptedModel
+from tests.fake_upstream import FakeUpstream
+
+pytestmark = pytest.mark.agents
+TIMEOUT = 240  # seconds for one agent turn: CLIs start slowly on a loaded machine
+ACCESS = re.compile(r'"POST /v1/chat/completions [^"]*" (\d+) \S+ "[^"]*" "([^"]*)"')
+ROUTE = re.compile(r"chat route=(\S+) mode=\S+ model=\S+ status=(\d+) calls=(\S+) dialects=(\S+)")
+
+
+@pytest.fixture
+def scripted_upstream():
+    server = FakeUpstream().start()
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("agent", list(RUNNERS))
+def test_agent_reads_a_file_and_finishes(agent, form, tmp_path: Path, scripted_upstream, start_gunicorn,
+                                         agent_report):
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    secret = f"PAPAYA-{uuid.uuid4().hex[:12]}"
+    (work / "notes.txt").write_text(f"The note says {secret}\n")
+    model = ScriptedModel(form=form, path=str(work / "notes.txt"), marker="Task 4417", secret=secret)
+    scripted_upstream.script = model
+    proxy = start_gunicorn({"TOOLPROXY_UPSTREAM": scripted_upstream.url}).wait_ready()
+    prompt = "Task 4417: read the file notes.txt in the current directory and tell me what it says."
+    result = RUNNERS[agent](Run(work, home, f"{proxy.url}/v1", prompt, TIMEOUT))
+    log = proxy.output()
+    agent_report.append(summary(agent, form, result.returncode, model, log, result.stdout))
+    printed = diagnosis(model, result)
+    assert any(model.has_result(body.get("messages") or []) for body in model.requests), \
+        f"the file's content never reached the model\n{printed}"
+    assert f"Done. The file says: {secret}" in result.stdout, f"the agent did not finish with text\n{printed}"
+    assert result.returncode == 0, printed
+    assert model.answers.count(model.answers[-1]) <= 2 and len(model.requests) <= 8, "the agent looped"
+
+
+def diagnosis(model: ScriptedModel, result: subprocess.CompletedProcess[str]) -> str:
+    names = sorted({tool["function"]["name"] for body in model.requests for tool in body.get("tools") or []})
+    return (f"tools offered: {names}\nanswers: {model.answers}\nexit {result.returncode}\n"
+            f"stdout:\n{result.stdout[-4000:]}\nstderr:\n{result.stderr[-4000:]}")
+
+
+def summary(agent: str, form: str, returncode: int, model: ScriptedModel, log: str, stdout: str) -> str:
+    """What the lead needs per run: the client's User-Agent, native tools or not, the routes the proxy took."""
+    agents = sorted({agent_string for _, agent_string in ACCESS.findall(log)})
+    routes = [f"{route}({status}, calls={calls}, {dialects})" for route, status, calls, dialects in ROUTE.findall(log)]
+    tools = [len(body.get("tools") or []) for body in model.requests]
+    last = ",".join(str(m.get("role"))[0] for m in model.requests[-1].get("messages") or []) if model.requests else ""
+    passed = returncode == 0 and f"Done. The file says: {model.secret}" in stdout
+    return (f"{agent} form={form}: {'PASS' if passed else 'FAIL'} exit={returncode} user-agent={agents} "
+            f"upstream tools per request={tools} routes={routes} last request's roles={last}")
