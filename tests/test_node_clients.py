@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, Gunicorn, make_tool
+from tests.conftest import ROOT, Gunicorn, make_tool, with_settings
 from tests.fake_upstream import FakeUpstream, Received, Wire, as_chunks, completion
+from tests.readme import PLACEHOLDER_URL, code_block
 
 NODE_DIR = ROOT / "tests" / "node"
 READ = make_tool("read", {"path": {"type": "string"}, "limit": {"type": "integer"}}, ["path"])
@@ -52,10 +53,15 @@ def answer_by_model(request: Received, wire: Wire) -> None:
         wire.send_json(payload)
 
 
-def run_client(client: str, base_url: str) -> list[dict[str, Any]]:
+def node_binary() -> str:
     node = shutil.which("node")
     if node is None or not (NODE_DIR / "node_modules").is_dir():
         pytest.fail("the node clients are not installed: run `make test` (it runs `npm ci` in tests/node)")
+    return node
+
+
+def run_client(client: str, base_url: str) -> list[dict[str, Any]]:
+    node = node_binary()
     messages = [{"role": "user", "content": "look at src/app.py"}]
     cases = [{"model": model, "messages": messages, **({} if model == "no_tools" else {"tools": [READ, BASH]})}
              for model in CASES]
@@ -117,3 +123,17 @@ def test_tools_reach_the_upstream_natively(client_results):
             continue
         assert [tool["function"]["name"] for tool in body["tools"]] == ["read", "bash"]
         assert body.get("stream") in (None, False), "the proxy asks for a whole answer and streams it itself"
+
+
+@pytest.mark.parametrize("title", ["OpenAI SDK (Node)", "Vercel AI SDK"])
+def test_readme_snippet_runs_as_written(title, serve, settings):
+    """The README's JavaScript snippet, copied and run against the demo model with only the address changed."""
+    node = node_binary()
+    proxy = serve(with_settings(settings, upstream=None))
+    snippet = code_block(title, "js").replace(PLACEHOLDER_URL, f"{proxy.url}/v1")
+    result = subprocess.run([node, "--input-type=module", "-e", snippet], cwd=NODE_DIR, capture_output=True,
+                            text=True, timeout=100, check=False)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("call"))
+    assert line.split(": ", 1)[1].startswith("read_file ")
+    assert json.loads(line.split("read_file ", 1)[1]) == {"path": "README.md"}

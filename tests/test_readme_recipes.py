@@ -1,0 +1,40 @@
+"""The README's agent recipes hang together: each configuration parses, points at the proxy, and names the model
+its command line asks for. `make test-agents` runs them against the real CLIs; this keeps them sound in CI."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from tests.readme import PLACEHOLDER_URL, code_block
+
+
+def argv_of(title: str, program: str) -> list[str]:
+    lines = [shlex.split(line, comments=True) for line in code_block(title, "sh").splitlines()]
+    return next(argv for argv in lines if argv and argv[0] == program)
+
+
+def test_opencode_and_kilo_recipe():
+    config = json.loads(code_block("OpenCode and Kilo CLI", "json"))
+    (name, provider), = config["provider"].items()
+    assert provider["npm"] == "@ai-sdk/openai-compatible"
+    assert provider["options"]["baseURL"] == PLACEHOLDER_URL
+    models = [f"{name}/{model}" for model, entry in provider["models"].items() if entry["tool_call"]]
+    for program in ("opencode", "kilo"):
+        argv = argv_of("OpenCode and Kilo CLI", program)
+        assert argv[1] == "run" and argv[argv.index("-m") + 1] in models
+
+
+def test_cline_recipe():
+    auth = argv_of("Cline CLI", "cline")
+    assert auth[1:2] == ["auth"] and auth[auth.index("-b") + 1] == PLACEHOLDER_URL
+    assert auth[auth.index("-p") + 1] == "openai"
+
+
+def test_openclaw_recipe():
+    config = json.loads(code_block("OpenClaw", "json"))
+    (name, provider), = config["models"]["providers"].items()
+    assert provider["baseUrl"] == PLACEHOLDER_URL and provider["api"] == "openai-completions"
+    ids = {model["id"] for model in provider["models"]}
+    assert config["agents"]["defaults"]["model"]["primary"] in {f"{name}/{model}" for model in ids}
+    assert argv_of("OpenClaw", "openclaw")[1:3] == ["agent", "exec"]
