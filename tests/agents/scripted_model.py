@@ -16,6 +16,7 @@ from typing import Any
 from tests.fake_upstream import Received, Wire, as_chunks, completion
 
 FORMS = ("hermes", "qwen3_coder", "roo_xml")
+INTRO = "I will read it."  # every answer that makes a call starts so
 # Read tools as agents name them (Cline 3 reads a list of files), and the names their path argument goes by.
 READ_TOOLS = ("read", "read_file", "Read", "view", "read_text_file", "readFile", "read_files")
 PATH_ARGUMENTS = ("path", "filePath", "file_path", "absolute_path", "target_file", "file")
@@ -48,12 +49,12 @@ def render(form: str, name: str, arguments: dict[str, Any]) -> str:
     """The call as a local model would write it in its text; XML forms write a list or object as JSON."""
     values = {key: value if isinstance(value, str) else json.dumps(value) for key, value in arguments.items()}
     if form == "hermes":
-        return f'I will read it.\n<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+        return f'{INTRO}\n<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
     if form == "qwen3_coder":
         parameters = "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in values.items())
-        return f"I will read it.\n<tool_call>\n<function={name}>\n{parameters}</function>\n</tool_call>"
+        return f"{INTRO}\n<tool_call>\n<function={name}>\n{parameters}</function>\n</tool_call>"
     parameters = "".join(f"<{key}>{value}</{key}>\n" for key, value in values.items())
-    return f"I will read it.\n\n<{name}>\n{parameters}</{name}>"
+    return f"{INTRO}\n\n<{name}>\n{parameters}</{name}>"
 
 
 @dataclass
