@@ -58,7 +58,9 @@ $(AGENTS)/.installed: tests/agents/package.json tests/agents/package-lock.json t
 	cp tests/agents/node/package.json tests/agents/node/package-lock.json $(AGENTS)/node/
 	cp tests/agents/package.json tests/agents/package-lock.json $(AGENTS)/clis/
 	cd $(AGENTS)/node && npm ci --no-audit --no-fund --loglevel=error
-	cd $(AGENTS)/clis && PATH="$(CURDIR)/$(AGENT_NODE):$$PATH" npm ci --no-audit --no-fund --loglevel=error
+	# `npm install`, not `npm ci`: npm leaves other platforms' optional binaries (opencode-darwin-arm64, ...) out
+	# of the lock it writes, and `npm ci` then refuses it as out of sync. The lock still pins what is installed.
+	cd $(AGENTS)/clis && PATH="$(CURDIR)/$(AGENT_NODE):$$PATH" npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 test-agents: $(VENV)/.test $(AGENTS)/.installed
