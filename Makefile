@@ -49,7 +49,9 @@ clean:
 	rm -rf $(VENV) .venv-smoke tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
 # The real agent CLIs (not in CI: large downloads, minutes of runtime). Node.js 26 for OpenClaw comes from npm
-# first, and every install script runs under it.
+# first, and every install script runs under it. The CLIs take `npm install`, not `npm ci`: npm leaves other
+# platforms' optional binaries (opencode-darwin-arm64, ...) out of the lock it writes, and `npm ci` then refuses
+# that lock as out of sync. The lock still pins what is installed.
 AGENTS := .agents
 AGENT_NODE := $(AGENTS)/node/node_modules/.bin
 
@@ -58,8 +60,6 @@ $(AGENTS)/.installed: tests/agents/package.json tests/agents/package-lock.json t
 	cp tests/agents/node/package.json tests/agents/node/package-lock.json $(AGENTS)/node/
 	cp tests/agents/package.json tests/agents/package-lock.json $(AGENTS)/clis/
 	cd $(AGENTS)/node && npm ci --no-audit --no-fund --loglevel=error
-	# `npm install`, not `npm ci`: npm leaves other platforms' optional binaries (opencode-darwin-arm64, ...) out
-	# of the lock it writes, and `npm ci` then refuses it as out of sync. The lock still pins what is installed.
 	cd $(AGENTS)/clis && PATH="$(CURDIR)/$(AGENT_NODE):$$PATH" npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
