@@ -12,7 +12,9 @@ from toolproxy.dialects.registry import DIALECTS
 from toolproxy.meaning.extraction import extract
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-EXAMPLES = dict(re.findall(r"^- `(\w+)` \([^\n]*?\): `(.+)`$", README, flags=re.M))
+# `\n` in an example stands for a line break (Functionary v3.2 puts one after the name).
+EXAMPLES = {name: example.replace("\\n", "\n")
+            for name, example in re.findall(r"^- `(\w+)` \([^\n]*?\): `(.+)`$", README, flags=re.M)}
 TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}}},
          "list_dir": {"type": "object", "properties": {"path": {"type": "string"}}}}
 

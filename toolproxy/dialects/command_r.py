@@ -1,8 +1,10 @@
 """Cohere Command R7B and Command A calls: `<|START_ACTION|>[{"tool_call_id": "0", "tool_name": ..., "parameters":
-{...}}, ...]<|END_ACTION|>`.
+{...}}, ...]<|END_ACTION|>`; and the first Command R and R+, which write the same list as a fenced block after
+`Action:` (`Action: ```json\n[{"tool_name": ..., "parameters": {...}}]\n````).
 
-The list's JSON decides where it ends; `<|END_ACTION|>` right after it goes with the last call. The thinking and
-response spans around it (`<|START_THINKING|>`, `<|START_RESPONSE|>`) stay text: this room owns the calls.
+The list's JSON decides where it ends; `<|END_ACTION|>` or the closing fence right after it goes with the last
+call. The thinking and response spans around it (`<|START_THINKING|>`, `<|START_RESPONSE|>`) stay text: this room
+owns the calls.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, marker, object_list, space
+from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, literal, marker, object_list, space
 from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 
 OPENER = "<|START_ACTION|>"
 CLOSER = "<|END_ACTION|>"
+ACTION, FENCE, FENCE_END = "Action:", "```json", "```"
 _KEYS = {"tool_call_id", "tool_name", "parameters"}
 
 
@@ -34,15 +37,19 @@ class CommandRDialect:
 
 class CommandRScanner(TokenBlockScanner):
     def __init__(self) -> None:
-        super().__init__(CommandRDialect.name, (OPENER,), {OPENER: ahead(SPACE, OBJECT_LIST)})
+        super().__init__(CommandRDialect.name, (OPENER, ACTION), {
+            OPENER: ahead(SPACE, OBJECT_LIST), ACTION: ahead(SPACE, literal(FENCE), SPACE, OBJECT_LIST)})
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor
         yield from space(cursor)
+        if opener == ACTION and (yield from marker(cursor, FENCE)) is None:
+            return None
+        yield from space(cursor)
         found = calls_in((yield from object_list(cursor)), _shape)
         if found:
             yield from space(cursor)
-            if (yield from marker(cursor, CLOSER)) is not None:
+            if (yield from marker(cursor, CLOSER if opener == OPENER else FENCE_END)) is not None:
                 found[-1] = replace(found[-1], end=cursor.offset())
         return found
 

@@ -2,14 +2,15 @@
 
 Dialects that differ only in their markers are instances of one class. Between the markers: one or more JSON
 objects (or lists of them), separated by white space, single- or multi-line. The closing marker is looked for
-only between JSON values, so a marker inside a string argument never ends the block.
+only between JSON values, so a marker inside a string argument never ends the block. A call is written
+`{"name": ..., "arguments": ...}` (`call_from_json`'s shapes), or, with `named`, `{"NAME": {...}}` (Apertus).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +33,14 @@ class MarkedJsonDialect:
     name: str
     opener: str
     closer: str
+    named: bool = False  # each call is `{"NAME": {arguments}}`, as Apertus writes them
 
     def scanner(self, tools: ToolIndex) -> MarkedJsonScanner:
         return MarkedJsonScanner(self)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        if self.named:
+            return f"{self.opener}[{json.dumps({name: dict(arguments)}, ensure_ascii=False)}]{self.closer}"
         return f"{self.opener}\n{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}\n{self.closer}"
 
 
@@ -123,7 +127,8 @@ class MarkedJsonScanner:
 
     def _close_block(self) -> list[Segment]:
         block, ends = self._block, self._value_ends
-        calls_per_value = [_calls_in("".join(value), self._dialect.name) for value in self._values]
+        shape = named_call if self._dialect.named else call_from_json
+        calls_per_value = [_calls_in("".join(value), self._dialect.name, shape) for value in self._values]
         self._reset_block()
         if not calls_per_value or any(calls is None for calls in calls_per_value):
             return [Text("".join(block))]
@@ -147,14 +152,22 @@ class MarkedJsonScanner:
         self._span = None
 
 
-def _calls_in(value: str, dialect: str) -> list[Call] | None:
+def _calls_in(value: str, dialect: str, shape: Callable[[Any], tuple[str, Any] | None]) -> list[Call] | None:
     """The calls one JSON value holds (an object, or a list of objects), or None when it is not calls."""
     try:
         decoded = decode_json(value)
     except ValueError:
         return None
     items = decoded if isinstance(decoded, list) else [decoded]
-    shapes = [call_from_json(item) for item in items]
+    shapes = [shape(item) for item in items]
     if not shapes or any(shape is None for shape in shapes):
         return None
     return [Call(shape[0], shape[1], "", dialect) for shape in shapes if shape is not None]
+
+
+def named_call(value: Any) -> tuple[str, Any] | None:
+    """(name, arguments) of `{"NAME": {...}}`: one key, whose value is the arguments object."""
+    if not isinstance(value, dict) or len(value) != 1:
+        return None
+    [(name, arguments)] = value.items()
+    return (name, arguments) if name and isinstance(arguments, dict) else None

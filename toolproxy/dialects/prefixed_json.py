@@ -1,7 +1,7 @@
-"""A marker followed by a JSON list of calls, with no closing marker: Phi-4-mini's `functools[...]`, Granite 3.0's
-`<|tool_call|>[...]`.
+"""A marker followed by JSON calls, with no closing marker: Phi-4-mini's `functools[...]`, Granite 3.0's
+`<|tool_call|>[...]` (a JSON list of calls), Granite 20B FC's `<function_call> {...}` (one call per marker).
 
-Dialects that differ only in their marker are instances of one class. The list ends where its JSON ends; every
+Dialects that differ only in their marker are instances of one class. A list ends where its JSON ends; every
 element must have the shape of a call, or the whole list is text. Each call's source is its own element, so a
 call that `extraction.py` refuses goes back as text on its own.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, object_list, space
+from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, json_value, literal, object_list, space
 from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 
 
@@ -22,18 +22,26 @@ from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 class PrefixedJsonDialect:
     name: str
     opener: str
+    single: bool = False  # one call object per marker instead of a list of calls
 
     def scanner(self, tools: ToolIndex) -> PrefixedJsonScanner:
-        return PrefixedJsonScanner(self.name, self.opener)
+        return PrefixedJsonScanner(self.name, self.opener, self.single)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        return f"{self.opener}[{json.dumps({'name': name, 'arguments': dict(arguments)}, ensure_ascii=False)}]"
+        call = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+        return f"{self.opener} {call}" if self.single else f"{self.opener}[{call}]"
 
 
 class PrefixedJsonScanner(TokenBlockScanner):
-    def __init__(self, dialect: str, opener: str) -> None:
-        super().__init__(dialect, (opener,), {opener: ahead(SPACE, OBJECT_LIST)})
+    def __init__(self, dialect: str, opener: str, single: bool) -> None:
+        follow = ahead(SPACE, literal("{")) if single else ahead(SPACE, OBJECT_LIST)
+        super().__init__(dialect, (opener,), {opener: follow})
+        self._single = single
 
     def _read(self, opener: str) -> Script:
-        yield from space(self._cursor)
-        return calls_in((yield from object_list(self._cursor)))
+        cursor = self._cursor
+        yield from space(cursor)
+        if not self._single:
+            return calls_in((yield from object_list(cursor)))
+        value = yield from json_value(cursor, "{")
+        return calls_in([(value, cursor.offset())] if value is not None else None)

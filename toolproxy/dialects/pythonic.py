@@ -19,6 +19,8 @@ from toolproxy.dialects.base import ToolIndex
 from toolproxy.dialects.cursor import (
     SPACE,
     SPACE_REACH,
+    Cursor,
+    Read,
     ahead,
     either,
     literal,
@@ -34,6 +36,7 @@ _LINE_SPACE = re.compile(r"[ \t]*")
 # What a call's first argument needs, for the opener's lookahead: a key, `=`, and how a value begins (brackets and
 # white space, then a quote, a number, a closer or a constant; an identifier at the end of the text may become one).
 # A longer run of brackets and white space lets anything follow, as `ahead` does for white space.
+IDENTIFIER_AHEAD = rf"[A-Za-z_]\w{{0,{NAME_LIMIT - 1}}}+"
 _KEY_AHEAD = rf"[A-Za-z_]\w{{0,{NAME_LIMIT - 1}}}+"
 _VALUE_AHEAD = (rf"(?:[\s\[({{]{{{SPACE_REACH}}}|[\s\[({{]{{0,{SPACE_REACH - 1}}}+(?:\Z|['\"\d+\-.\])}}]|"
                 rf"(?:True|False|None|true|false|null)(?!\w)|[A-Za-z_]\w{{0,{NAME_LIMIT - 1}}}+\Z))")
@@ -46,8 +49,7 @@ class PythonicDialect:
         return PythonicScanner(tools)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """`repr` writes Python literals; argument names must be identifiers."""
-        return f"[{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})]"
+        return f"[{render_call(name, arguments)}]"
 
 
 class PythonicScanner(TokenBlockScanner):
@@ -79,30 +81,45 @@ class PythonicScanner(TokenBlockScanner):
             self._line_start = blank is not None and blank.end() == len(text)
 
     def _read(self, opener: str) -> Script:
-        cursor = self._cursor
-        found: list[Found] = []
-        while True:
+        return (yield from read_list(self._cursor, self._tools))
+
+
+def read_list(cursor: Cursor, tools: ToolIndex | None) -> Read[list[Found] | None]:
+    """`call, ...]` after the list's `[`; with `tools`, a list with a call to anything else is refused whole."""
+    found: list[Found] = []
+    while True:
+        yield from space(cursor)
+        call = yield from read_call(cursor, tools)
+        if call is None:
+            return None
+        found.append(Found(*call, cursor.offset()))
+        yield from space(cursor)
+        separator = yield from marker(cursor, ",", "]")
+        if separator is None:
+            return None
+        if separator == ",":
             yield from space(cursor)
-            name = yield from word(cursor, IDENTIFIER, NAME_LIMIT)
-            if name is None or name not in self._tools:
-                return None  # a list with anything but calls to this request's tools is text, whole
-            yield from space(cursor)
-            if (yield from marker(cursor, "(")) is None:
-                return None
-            arguments = yield from keywords(cursor)
-            if arguments is None:
-                return None
-            found.append(Found(name, arguments, cursor.offset()))
-            yield from space(cursor)
-            separator = yield from marker(cursor, ",", "]")
-            if separator is None:
-                return None
-            if separator == ",":
-                yield from space(cursor)
-                separator = yield from marker(cursor, "]")  # a trailing comma
-            if separator == "]":
-                found[-1] = replace(found[-1], end=cursor.offset())
-                return found
+            separator = yield from marker(cursor, "]")  # a trailing comma
+        if separator == "]":
+            found[-1] = replace(found[-1], end=cursor.offset())
+            return found
+
+
+def read_call(cursor: Cursor, tools: ToolIndex | None) -> Read[tuple[str, dict[str, Any]] | None]:
+    """`name(key=value, ...)`: the name and the arguments, or None."""
+    name = yield from word(cursor, IDENTIFIER, NAME_LIMIT)
+    if name is None or (tools is not None and name not in tools):
+        return None  # a list with anything but calls to this request's tools is text, whole
+    yield from space(cursor)
+    if (yield from marker(cursor, "(")) is None:
+        return None
+    arguments = yield from keywords(cursor)
+    return None if arguments is None else (name, arguments)
+
+
+def render_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """`repr` writes Python literals; argument names must be identifiers."""
+    return f"{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
 
 
 @functools.lru_cache(maxsize=64)  # a scanner is made per reply and after every call; tool sets repeat

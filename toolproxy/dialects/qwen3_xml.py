@@ -3,12 +3,15 @@
 The format vLLM's `qwen3_coder` parser and llama.cpp read. Several functions may follow each other, inside one
 wrapper or in several, and the `<tool_call>` wrapper is sometimes left out: a bare `<function=NAME>` block counts
 too. Values are raw text, one line break trimmed at each end; `schema.py` types them later, as for every dialect.
+Seed-OSS writes the same calls inside `<seed:tool_call>`: an instance with that wrapper, which it requires.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
@@ -25,7 +28,7 @@ from toolproxy.dialects.block import (
 )
 from toolproxy.dialects.cursor import SPACE, ahead, either, literal
 
-_WRAPPER, _END_WRAPPER = "<tool_call>", "</tool_call>"
+_WRAPPER = "<tool_call>"
 _FUNCTION, _END_FUNCTION = "<function=", "</function>"
 _PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
 _NAME_TEXT = re.compile(r"[^<>\n]{0,128}")  # what lies between `=` and `>`; a line break means it is prose
@@ -34,21 +37,29 @@ _NAME = re.compile(r"[^\s<>\"'=]{1,128}")
 # `>` and then a parameter or its end. Hermes' `<tool_call>{` and GLM's `<tool_call>name` are skipped in C.
 _TAG_END = ahead(r"[^\S\n]{0,128}+", r"[^<>\s]", r"[^<>\n]{0,128}+", literal(">"))  # a name that is not blank
 _FUNCTION_AHEAD = ahead(_TAG_END, SPACE, either(ahead(literal(_PARAMETER), _TAG_END), literal(_END_FUNCTION)))
-_HINT = re.compile(rf"<(?:tool_call>(?={ahead(SPACE, literal(_FUNCTION), _FUNCTION_AHEAD)})"
-                   rf"|function=(?={_FUNCTION_AHEAD}))")
 
 
+@functools.cache
+def _hint(wrapper: str, bare: bool) -> re.Pattern[str]:
+    wrapped = rf"{re.escape(wrapper[1:])}(?={ahead(SPACE, literal(_FUNCTION), _FUNCTION_AHEAD)})"
+    return re.compile(rf"<(?:{wrapped}|function=(?={_FUNCTION_AHEAD}))" if bare else f"<{wrapped}")
+
+
+@dataclass(frozen=True, slots=True)
 class Qwen3XmlDialect:
-    name = "qwen3_coder"
+    name: str = "qwen3_coder"
+    wrapper: str = _WRAPPER
+    bare: bool = True  # whether a `<function=...>` block without the wrapper counts
 
     def scanner(self, tools: ToolIndex) -> BlockScanner:
-        return BlockScanner(self.name, _HINT, len(_FUNCTION) + 130, Qwen3Reader)
+        reader = functools.partial(Qwen3Reader, self.wrapper, self.bare)
+        return BlockScanner(self.name, _hint(self.wrapper, self.bare), len(_FUNCTION) + len(self.wrapper) + 130, reader)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """One call as Qwen3-Coder's chat template writes it."""
+        """One call as Qwen3-Coder's (or Seed-OSS's) chat template writes it."""
         parameters = "".join(f"<parameter={key}>\n{render_value(value)}\n</parameter>\n"
                              for key, value in arguments.items())
-        return f"<tool_call>\n<function={name}>\n{parameters}</function>\n</tool_call>"
+        return f"{self.wrapper}\n<function={name}>\n{parameters}</function>\n{self.wrapper[:1]}/{self.wrapper[1:]}"
 
 
 class _State(Enum):
@@ -60,7 +71,8 @@ class _State(Enum):
 
 
 class Qwen3Reader:
-    def __init__(self) -> None:
+    def __init__(self, wrapper: str = _WRAPPER, bare: bool = True) -> None:
+        self._wrapper, self._end_wrapper, self._bare = wrapper, f"</{wrapper[1:]}", bare
         self._state = _State.OPENING
         self._wrapped = False
         self._calls: list[tuple[str, dict[str, str]]] = []
@@ -89,13 +101,13 @@ class Qwen3Reader:
         return self._after(text, start)
 
     def _open(self, text: str, position: int) -> Step:
-        word = match_word(text, position, (_WRAPPER, _FUNCTION))
+        word = match_word(text, position, (self._wrapper, _FUNCTION) if self._bare else (self._wrapper,))
         if isinstance(word, Outcome):
             return Step(word, position)
         if word == 1:
             return self._function(text, position)
         self._state, self._wrapped = _State.WRAPPED, True
-        return Step(Outcome.TOKEN, position + len(_WRAPPER))
+        return Step(Outcome.TOKEN, position + len(self._wrapper))
 
     def _function(self, text: str, position: int) -> Step:
         """`<function=NAME>` at `position`."""
@@ -135,9 +147,9 @@ class Qwen3Reader:
         return Step(Outcome.TOKEN, end)
 
     def _after(self, text: str, start: int) -> Step:
-        word = match_word(text, start, (_END_WRAPPER, _FUNCTION))
+        word = match_word(text, start, (self._end_wrapper, _FUNCTION))
         if word == 0:
-            return Step(Outcome.DONE, start + len(_END_WRAPPER))
+            return Step(Outcome.DONE, start + len(self._end_wrapper))
         if word == 1:
             step = self._function(text, start)
             if step.outcome is not Outcome.BAD:

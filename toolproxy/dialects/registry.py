@@ -3,6 +3,9 @@
 Special tokens first (they collide with nothing), then the XML formats, whose values hold raw multi-line code
 where another format's markup is likeliest to appear (a call found early protects its values from later
 dialects), then JSON between markers, tag-per-tool XML (only declared tool names count), and bare JSON last.
+Dialects that share a marker tell their blocks apart by what follows it (each opener's lookahead): Qwen3-Coder's
+`<function=NAME>` needs `<parameter=`, Functionary's `{`; `<function_calls>` holds `<invoke>` for Cline and
+Python calls for OLMo 3.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from toolproxy.dialects.bare_json import BareJsonDialect
 from toolproxy.dialects.base import Dialect
 from toolproxy.dialects.command_r import CommandRDialect
 from toolproxy.dialects.deepseek import DeepSeekDialect
+from toolproxy.dialects.functionary import FunctionaryV3Dialect, FunctionaryV31Dialect
+from toolproxy.dialects.gemma4 import Gemma4Dialect
 from toolproxy.dialects.glm_xml import GlmXmlDialect
 from toolproxy.dialects.harmony import HarmonyDialect
 from toolproxy.dialects.invoke_xml import InvokeXmlDialect
@@ -22,6 +27,7 @@ from toolproxy.dialects.prefixed_json import PrefixedJsonDialect
 from toolproxy.dialects.pythonic import PythonicDialect
 from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
 from toolproxy.dialects.tag_xml import TagXmlDialect
+from toolproxy.dialects.wrapped_calls import WrappedCallsDialect
 
 DIALECTS: dict[str, Dialect] = {
     "deepseek": DeepSeekDialect(),
@@ -31,17 +37,30 @@ DIALECTS: dict[str, Dialect] = {
     "command_r": CommandRDialect(),
     "granite": PrefixedJsonDialect("granite", "<|tool_call|>"),
     "internlm": MarkedJsonDialect("internlm", "<|action_start|><|plugin|>", "<|action_end|>"),
+    "gemma4": Gemma4Dialect(),
+    "lfm2": WrappedCallsDialect("lfm2", "<|tool_call_start|>", "<|tool_call_end|>"),
+    "llama4": WrappedCallsDialect("llama4", "<|python_start|>", "<|python_end|>"),
+    "apertus": MarkedJsonDialect("apertus", "<|tools_prefix|>", "<|tools_suffix|>", named=True),
     # `functools` is an ordinary word: last of the special-token dialects (it needs a JSON list of calls).
     "phi4_mini": PrefixedJsonDialect("phi4_mini", "functools"),
+    "granite_fc": PrefixedJsonDialect("granite_fc", "<function_call>", single=True),
     "kimi_k2": KimiDialect(),
     # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper.
     "minimax": InvokeXmlDialect("minimax", "minimax:tool_call", bare=False),
+    # Before qwen3_coder, which would take the bare <function=...> inside and leave the wrapper.
+    "seed_oss": Qwen3XmlDialect("seed_oss", "<seed:tool_call>", bare=False),
     "qwen3_coder": Qwen3XmlDialect(),
+    "functionary_v31": FunctionaryV31Dialect(),
     "glm": GlmXmlDialect(),
+    "olmo3": WrappedCallsDialect("olmo3", "<function_calls>", "</function_calls>", lines=True),
     "invoke_xml": InvokeXmlDialect("invoke_xml", "function_calls", bare=True),
+    "nemotron": MarkedJsonDialect("nemotron", "<TOOLCALL>", "</TOOLCALL>"),
+    "apriel": MarkedJsonDialect("apriel", "<tool_calls>", "</tool_calls>"),
     "hermes": MarkedJsonDialect("hermes", "<tool_call>", "</tool_call>"),
     "qwen_tools": MarkedJsonDialect("qwen_tools", "<tools>", "</tools>"),
     "roo_xml": TagXmlDialect(),
+    # `>>>` starts quotes and prompts in prose: late, and only with a name, a line break and an object after it.
+    "functionary_v3": FunctionaryV3Dialect(),
     # Both start at a line-leading `[`, but pythonic needs a declared name and `(`, json a `{`.
     "pythonic": PythonicDialect(),
     "json": BareJsonDialect(),
