@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.parse import OPENERS
+from tests.dialects import test_more_formats as more_formats
 from tests.dialects import test_token_family as token_family
 from tests.dialects import test_xml_family as xml_family
-from toolproxy.dialects import deepseek, harmony, llama3, mistral, pythonic
+from toolproxy.dialects import deepseek, functionary, gemma4, harmony, llama3, mistral, pythonic, wrapped_calls
 from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex, merge_text, parse, source_of
 from toolproxy.dialects.block import BlockScanner
 from toolproxy.dialects.cursor import OBJECT_LIST, REWIND_LIMIT, SPACE, ahead
@@ -32,9 +33,11 @@ PLAIN_HINTS = {
     "kimi_k2": r"<\|tool_call",
     "minimax": rf"<{_PREFIX}(?:minimax:tool_call)",
     "invoke_xml": rf"<{_PREFIX}(?:invoke|function_calls)",
+    "seed_oss": r"<seed:tool_call>",
 }
 WITH_LOOKAHEAD = sorted([*PLAIN_HINTS, "deepseek", "harmony", "mistral", "llama3", "command_r", "granite",
-                         "phi4_mini", "pythonic"])
+                         "phi4_mini", "pythonic",
+                         *(name for name in more_formats.NEW if name not in {"apertus", "nemotron", "apriel"})])
 TOOLS: ToolIndex = {**token_family.TOOLS, **xml_family.TOOLS, "tool_a": {"type": "object"}}
 STEADY = list(OPENERS.values())  # each dialect's opener, as in the bench's floods
 
@@ -63,7 +66,7 @@ def texts(name: str) -> st.SearchStrategy[str]:
     if name in xml_family.PIECES:
         pieces = xml_family.PIECES[name] + xml_family.COMMON + xml_family.WHOLE[name]
     else:
-        pieces = token_family.FRAGMENTS[name]
+        pieces = {**token_family.FRAGMENTS, **more_formats.FRAGMENTS}[name]
         render = getattr(DIALECTS[name], "render_call", None)
         pieces = pieces + ([render("add", {"a": 1}), render("tool_a", {})] if render else [])
     # Runs of white space longer than a lookahead's reach and than REWIND_LIMIT, where streaming and one-shot differ
@@ -148,6 +151,11 @@ def test_every_lookahead_refuses_within_the_rewind_limit() -> None:
         llama3.OPENER: len(llama3.OPENER) + width(llama3._FOLLOW),
         "command_r, granite, phi4_mini": len("<|START_ACTION|>") + width(ahead(SPACE, OBJECT_LIST)),
         "pythonic": 1 + width(pythonic.call_ahead(("tool_a", "b" * 128))),
+        gemma4.OPENER: len(gemma4.OPENER) + width(gemma4._FOLLOW),
+        functionary.V31_OPENER: len(functionary.V31_OPENER) + width(functionary._V31_FOLLOW),
+        functionary.V3_OPENER: len(functionary.V3_OPENER) + width(functionary._V3_FOLLOW),
+        "olmo3": len("<function_calls>") + width(ahead(SPACE, wrapped_calls._CALL_AHEAD)),
+        "lfm2, llama4": len("<|tool_call_start|>") + width(ahead(SPACE, wrapped_calls._BODY_AHEAD)),
     }
     assert max(spans.values()) <= REWIND_LIMIT, spans
 

@@ -51,6 +51,9 @@ class FunctionaryScanner(TokenBlockScanner):
     def __init__(self, dialect: str, opener: str, follow: str) -> None:
         super().__init__(dialect, (opener,), {opener: follow})
 
+    def _resume_after(self, opener: str) -> int:
+        return 1 if opener == V3_OPENER else len(opener)  # in `>>>>name` the call's `>>>` begins one `>` later
+
     def _read(self, opener: str) -> Script:
         cursor = self._cursor
         name = yield from word(cursor, _NAME, _LIMIT)

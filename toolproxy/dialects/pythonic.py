@@ -136,5 +136,9 @@ def call_ahead(names: tuple[str, ...]) -> str:
     if not callable_names:
         return "(?!)"
     name = either(rf"(?:{'|'.join(map(re.escape, callable_names))})(?!\w)", rf"[A-Za-z_]\w{{0,{NAME_LIMIT - 1}}}+\Z")
-    argument = ahead(_KEY_AHEAD, SPACE, literal("="), SPACE, _VALUE_AHEAD)
-    return ahead(SPACE, name, SPACE, literal("("), SPACE, either(literal(")"), argument))
+    return ahead(SPACE, name, ARGUMENTS_AHEAD)
+
+
+# What `read_call` needs after the name: `(`, then `)` or a first argument's key, `=` and how its value begins.
+ARGUMENTS_AHEAD = ahead(SPACE, literal("("), SPACE,
+                        either(literal(")"), ahead(_KEY_AHEAD, SPACE, literal("="), SPACE, _VALUE_AHEAD)))

@@ -71,6 +71,11 @@ class TokenBlockScanner(ABC):
         tail = cursor.text[max(cursor.position, len(cursor.text) - longest) :]
         return max(partial_suffix(tail, opener) for opener in self._openers)
 
+    def _resume_after(self, opener: str) -> int:
+        """Where scanning resumes in a refused short block: after its opener, unless an opener can begin inside
+        another (`>>>>name`), where the next one may begin one character later."""
+        return len(opener)
+
     def _passed(self, text: str) -> None:  # noqa: B027 (a hook with a default: most dialects need nothing)
         """Called with every piece of the reply once it is decided, in order; for dialects that track lines."""
 
@@ -115,8 +120,9 @@ class TokenBlockScanner(ABC):
     def _close(self, found: list[Found] | None, out: list[Segment]) -> None:
         cursor = self._cursor
         if not found:
-            if cursor.rewind(len(self._opener)):
-                self._emit(out, Text(self._opener))
+            resume = self._resume_after(self._opener)
+            if cursor.rewind(resume):
+                self._emit(out, Text(self._opener[:resume]))
             else:
                 self._emit(out, Text(cursor.end_block()))
             return

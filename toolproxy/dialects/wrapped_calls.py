@@ -30,12 +30,15 @@ from toolproxy.dialects.cursor import (
     peek,
     space,
 )
-from toolproxy.dialects.pythonic import IDENTIFIER_AHEAD, read_call, read_list, render_call
+from toolproxy.dialects.pythonic import ARGUMENTS_AHEAD, IDENTIFIER_AHEAD, read_call, read_list, render_call
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner, calls_in
 
 # `[` and, after white space, what comes next: `{` makes it a JSON list, anything else a Python one.
 _LIST_HEAD = re.compile(r"\[(\s{0,64}+)(\S?)")
-_CALL_AHEAD = ahead(IDENTIFIER_AHEAD, SPACE, literal("("))
+# What the readers need after the opener, so that a flood of openers in prose is skipped in C: a Python call as far
+# as its first value, a list of those or of JSON objects, or a JSON object.
+_CALL_AHEAD = ahead(IDENTIFIER_AHEAD, ARGUMENTS_AHEAD)
+_BODY_AHEAD = either(ahead(literal("["), SPACE, either(literal("{"), _CALL_AHEAD)), literal("{"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +59,7 @@ class WrappedCallsDialect:
 
 class WrappedCallsScanner(TokenBlockScanner):
     def __init__(self, dialect: WrappedCallsDialect) -> None:
-        body = _CALL_AHEAD if dialect.lines else either(literal("["), literal("{"))
+        body = _CALL_AHEAD if dialect.lines else _BODY_AHEAD
         super().__init__(dialect.name, (dialect.opener,), {dialect.opener: ahead(SPACE, body)})
         self._closer = dialect.closer
         self._lines = dialect.lines
