@@ -72,12 +72,14 @@ class _State(Enum):
 def _hint(wrapper: str, bare: bool) -> re.Pattern[str]:
     """Where a block may open. An opener is skipped in C, by the regex, only when the text already shows the
     reader refusing it at a complete tag: a wrapper whose first tag (or the one after its first invoke) is another
-    opener, or such an invoke. Floods of openers cost no Python step each; anything less certain is left to the
+    opener, or such an invoke, or a wrapper followed by something other than a tag. Floods of openers cost no Python step each; anything less certain is left to the
     reader, so streaming and one-shot parsing still agree."""
     opener = rf"\s*<{_PREFIX}(?:{re.escape(wrapper)}|invoke)[\s>]"
     invoke = r'\s+name="[^"<>]{0,64}"\s*>'
     another_wrapper = rf"\s*<{_PREFIX}{re.escape(wrapper)}[\s>]"
-    wrapper_rule = rf"{re.escape(wrapper)}(?!>(?:{another_wrapper}|\s*<{_PREFIX}invoke{invoke}{opener}))"
+    # A wrapper followed by anything but a tag (OLMo 3's Python calls in `<function_calls>`) is refused here too.
+    wrapper_rule = (rf"{re.escape(wrapper)}(?!>(?:{another_wrapper}|\s*<{_PREFIX}invoke{invoke}{opener}))"
+                    r"(?!>\s*+[^\s<])")
     rules = [wrapper_rule, rf"invoke(?!{invoke}{opener})"] if bare else [wrapper_rule]
     return re.compile(rf"<{_PREFIX}(?:{'|'.join(rules)})")
 
