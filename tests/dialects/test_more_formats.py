@@ -17,7 +17,7 @@ from tests.dialects.test_token_family import IDENTIFIERS, JSON_VALUES, TOOLS, fe
 from toolproxy.dialects.base import Call, Text, parse, source_of
 from toolproxy.dialects.gemma4 import QUOTE
 from toolproxy.dialects.registry import DIALECTS
-from toolproxy.extraction import accept, extract
+from toolproxy.meaning.extraction import accept, extract
 
 CALL_JSON = '{"name": "add", "arguments": {"a": 1}}'
 FRAGMENTS: dict[str, list[str]] = {

@@ -147,6 +147,7 @@ def test_every_lookahead_refuses_within_the_rewind_limit() -> None:
     spans = {
         **{opener: len(opener) + width(follow) for opener, follow in deepseek._FOLLOW.items()},
         harmony.START: len(harmony.START) + max(width(harmony._START_HEAD), width(harmony._RECIPIENT_AHEAD)),
+        harmony.STRIPPED[0]: len(harmony.STRIPPED[0]) + width(harmony._STRIPPED_FOLLOW),
         mistral.OPENER: len(mistral.OPENER) + width(mistral._FOLLOW),
         llama3.OPENER: len(llama3.OPENER) + width(llama3._FOLLOW),
         "command_r, granite, phi4_mini": len("<|START_ACTION|>") + width(ahead(SPACE, OBJECT_LIST)),

@@ -25,7 +25,7 @@ from toolproxy.dialects.prefixed_json import PrefixedJsonDialect
 from toolproxy.dialects.pythonic import PythonicDialect
 from toolproxy.dialects.registry import AUTO_ORDER
 from toolproxy.dialects.registry import DIALECTS as REGISTERED
-from toolproxy.meaning import extraction
+from toolproxy.meaning import extraction, reasoning
 from toolproxy.meaning.extraction import accept
 
 DIALECTS: dict[str, Any] = {
@@ -62,7 +62,8 @@ FRAGMENTS: dict[str, list[str]] = {
     "deepseek": [CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP, "function", "add", "\n", "```json\n", "```",
                  '{"a": 1}', "{", '"', " ", "x"],
     "harmony": ["<|start|>assistant", "<|channel|>", "commentary", " to=functions.add", " <|constrain|>json",
-                "<|message|>", "analysis", '{"a": 1}', "<|call|>", "<|end|>", "{", " ", "x"],
+                "<|message|>", "analysis", '{"a": 1}', "<|call|>", "<|end|>", "{", " ", "x", "to=functions.",
+                "add", " json", "addjson", "assistant"],
     "granite": ["<|tool_call|>", "[", '{"name": "add", "arguments": {"a": 1}}', "]", ", ", "{", " ", "x"],
     "internlm": ["<|action_start|>", "<|plugin|>", "<|action_end|>", '{"name": "add", "parameters": {}}', "{", " "],
     "command_r": ["<|START_ACTION|>", "<|END_ACTION|>", "[", "]", '{"tool_name": "add", "parameters": {"a": 1}}',
@@ -106,6 +107,7 @@ def expected_result(expected: dict[str, Any]) -> tuple[str | None, list[tuple[st
 @pytest.mark.parametrize("path", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_golden(path):
     text, expected, tools = load(path)
+    text = reasoning.split(text).answer  # what extraction gives the dialects: gpt-oss's analysis is reasoning
     scanner = DIALECTS[path.parent.name].scanner(tools)
     assert result_of(accept(scanner.feed(text) + scanner.finish(), tools)) == expected_result(expected)
 
@@ -113,6 +115,7 @@ def test_golden(path):
 @pytest.mark.parametrize("path", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_golden_one_character_at_a_time(path):
     text, expected, tools = load(path)
+    text = reasoning.split(text).answer
     dialect = DIALECTS[path.parent.name]
     segments = fed(dialect, list(text), tools)
     assert source_of(segments) == text

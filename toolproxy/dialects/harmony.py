@@ -3,8 +3,11 @@
 `<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}<|call|>`, also
 without `<|start|>assistant`, without `<|constrain|>`, or with the recipient in the role part of the header
 (`<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>`). `<|call|>` is a stop token that
-servers often cut, so the call may end with its JSON. Every other message (analysis, final, a commentary preamble,
-a built-in tool's `to=python`) stays text, markup included: this room owns the calls, not the channels.
+servers often cut, so the call may end with its JSON. Servers that strip special tokens leave the header as plain
+text (`commentary to=functions.NAME json{...}`, or `<|constrain|>json` kept): read too, the channel word included.
+A name glued to its `json` (`to=functions.shelljson`) is cut back when only the shorter name is a declared tool.
+Every other message (analysis, final, a commentary preamble, a built-in tool's `to=python`) stays text, markup
+included: this room owns the calls; `meaning/reasoning.py` owns the channels.
 """
 
 from __future__ import annotations
@@ -15,7 +18,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolproxy.dialects.base import ToolIndex
-from toolproxy.dialects.cursor import JSON_START, SPACE, ahead, json_value, literal, marker, space, until
+from toolproxy.dialects.cursor import (
+    JSON_START,
+    SPACE,
+    Cursor,
+    Read,
+    ahead,
+    json_value,
+    literal,
+    marker,
+    run,
+    space,
+    until,
+)
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
 
 START = "<|start|>"
@@ -38,13 +53,21 @@ _START_HEAD = rf"{_HEADER}(?:{re.escape(CHANNEL)}{_HEADER})?{_BODY}"
 _CHANNEL_HEAD = _HEADER + _BODY
 _RECIPIENT_AHEAD = rf"(?:[^<]|<(?!\|(?:{_TOKENS})\|>)){{0,{2 * _HEADER_LIMIT}}}?(?:\bto=functions\.[^\s<]|\Z)"
 _FOLLOW = {START: f"(?={_START_HEAD}){_RECIPIENT_AHEAD}", CHANNEL: f"(?={_CHANNEL_HEAD}){_RECIPIENT_AHEAD}"}
+# The header with its special tokens stripped: the channel and recipient as plain text, then the name, an optional
+# `<|constrain|>` and `json`, and the arguments' `{`. Bounded runs, so the match is decided within _STRIPPED_REACH.
+RECIPIENT = "to=functions."
+STRIPPED = (f"commentary {RECIPIENT}", f"analysis {RECIPIENT}", RECIPIENT)
+_STRIPPED_HEADER = re.compile(r"([^\s<{]{1,128})([ \t]{0,8}(?:<\|constrain\|>)?[ \t]{0,8}(?:json|code)?[ \t]{0,8}"
+                              r"(?:<\|message\|>)?\s{0,8})\{")
+_STRIPPED_REACH = 128 + 60
+_STRIPPED_FOLLOW = ahead(run(r"[^\s<{]", 128), r"[^{]{0,64}+", literal("{"))
 
 
 class HarmonyDialect:
     name = "harmony"
 
     def scanner(self, tools: ToolIndex) -> HarmonyScanner:
-        return HarmonyScanner()
+        return HarmonyScanner(tools)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
         body = json.dumps(dict(arguments), ensure_ascii=False)
@@ -52,20 +75,19 @@ class HarmonyDialect:
 
 
 class HarmonyScanner(TokenBlockScanner):
-    def __init__(self) -> None:
-        super().__init__(HarmonyDialect.name, (START, CHANNEL), _FOLLOW)
+    def __init__(self, tools: ToolIndex) -> None:
+        super().__init__(HarmonyDialect.name, (START, CHANNEL, *STRIPPED),
+                         {**_FOLLOW, **{opener: _STRIPPED_FOLLOW for opener in STRIPPED}})
+        self._tools = tools
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor
-        header = yield from until(cursor, MESSAGE, _HEADER_LIMIT)
-        if header is None or any(token in header for token in _OTHER_MESSAGE):
-            return None
-        if header.count(CHANNEL) > (opener == START):  # one channel per header: the later one opens its own
-            return None
-        recipient = _RECIPIENT.search(header)
-        if recipient is None:
+        if opener in STRIPPED:
+            name = yield from _stripped_header(cursor)
+        else:
+            name = yield from _header(cursor, opener)
+        if name is None:
             return None  # not a call: the header goes out as text and the message is scanned as text
-        yield from space(cursor)
         arguments = yield from json_value(cursor)
         if arguments is None:
             return None
@@ -73,4 +95,36 @@ class HarmonyScanner(TokenBlockScanner):
         yield from space(cursor)
         if (yield from marker(cursor, CALL, END)) is not None:
             end = cursor.offset()
-        return [Found(recipient.group(1), arguments, end)]
+        return [Found(self._name(name), arguments, end)]
+
+    def _name(self, name: str) -> str:
+        """`shelljson` is `shell` with its `json` glued on, when only `shell` is a tool of the request."""
+        if name not in self._tools and name.endswith("json") and name[:-4] in self._tools:
+            return name[:-4]
+        return name
+
+
+def _header(cursor: Cursor, opener: str) -> Read[str | None]:
+    """The recipient's name, the header up to `<|message|>` and the space after it read; None when not a call."""
+    header = yield from until(cursor, MESSAGE, _HEADER_LIMIT)
+    if header is None or any(token in header for token in _OTHER_MESSAGE):
+        return None
+    if header.count(CHANNEL) > (opener == START):  # one channel per header: the later one opens its own
+        return None
+    recipient = _RECIPIENT.search(header)
+    if recipient is None:
+        return None
+    yield from space(cursor)
+    return recipient.group(1)
+
+
+def _stripped_header(cursor: Cursor) -> Read[str | None]:
+    """The name after a stripped `to=functions.`, the rest of the header read up to the arguments' `{`."""
+    while True:
+        header = _STRIPPED_HEADER.match(cursor.text, cursor.position)
+        if header is not None:
+            cursor.position = header.end() - 1
+            return header.group(1)
+        if cursor.ended or len(cursor.text) - cursor.position > _STRIPPED_REACH:
+            return None
+        yield

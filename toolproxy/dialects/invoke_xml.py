@@ -72,8 +72,8 @@ class _State(Enum):
 def _hint(wrapper: str, bare: bool) -> re.Pattern[str]:
     """Where a block may open. An opener is skipped in C, by the regex, only when the text already shows the
     reader refusing it at a complete tag: a wrapper whose first tag (or the one after its first invoke) is another
-    opener, or such an invoke, or a wrapper followed by something other than a tag. Floods of openers cost no Python step each; anything less certain is left to the
-    reader, so streaming and one-shot parsing still agree."""
+    opener, or such an invoke, or a wrapper followed by something other than a tag. Floods of openers cost no
+    Python step each; anything less certain is left to the reader, so streaming and one-shot parsing still agree."""
     opener = rf"\s*<{_PREFIX}(?:{re.escape(wrapper)}|invoke)[\s>]"
     invoke = r'\s+name="[^"<>]{0,64}"\s*>'
     another_wrapper = rf"\s*<{_PREFIX}{re.escape(wrapper)}[\s>]"

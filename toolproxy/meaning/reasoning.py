@@ -1,12 +1,17 @@
-"""Reasoning written inline as `<think>...</think>`: separated from the answer before calls are looked for, so
-a call the model only thought about is not made, and reasoning never ends up inside tool arguments."""
+"""Reasoning written inline as `<think>...</think>` (or on gpt-oss's analysis channel, see `channels.py`):
+separated from the answer before calls are looked for, so a call the model only thought about is not made, and
+reasoning never ends up inside tool arguments."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Qwen3, DeepSeek-R1 and most others write <think>; Seed-OSS writes <seed:think>; some fine-tunes <thinking>.
-MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"))
+from toolproxy.meaning.channels import split_channels
+
+# Qwen3, DeepSeek-R1 and most others write <think>; Seed-OSS writes <seed:think>; some fine-tunes <thinking>;
+# Gemma 4 thinks on its `thought` channel (llama.cpp common/parsers/gemma4.cpp).
+MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
+           ("<|channel>thought", "<channel|>"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,8 +22,11 @@ class Split:
 
 
 def split(text: str) -> Split:
-    """The reply with reasoning set aside, for every pair of reasoning markers in turn."""
-    answer, inner, markup = text, [], []
+    """The reply with reasoning set aside: gpt-oss channels first, then every pair of reasoning markers in turn."""
+    channels = split_channels(text)
+    answer = "".join(channels.answer)
+    inner = ["\n\n".join(piece.strip() for piece in channels.reasoning if piece.strip())]
+    markup = ["".join(channels.markup)]
     for opener, closer in MARKERS:
         if closer in answer or opener in answer:
             part = split_pair(answer, opener, closer)

@@ -1,0 +1,112 @@
+"""gpt-oss harmony channels as servers leak them into text: the analysis channel is reasoning, never content, and
+channel headers are markup. A message addressed to a recipient (`to=functions.NAME`) is left whole for the harmony
+dialect, which owns the calls; so is a built-in tool's (`to=python`).
+
+With special tokens kept: `<|channel|>analysis<|message|>...<|end|>` is reasoning; for `final` and a `commentary`
+preamble the header (`<|start|>assistant<|channel|>final<|message|>`) and the end token are markup, the body is
+content. With them stripped the reply reads `analysis...assistantfinal...` or `analysis...assistantcommentary
+to=functions.NAME json{...}`: the same split, recognised only when the reply opens with `analysis` and a later
+`assistant` header names a channel, since an answer may well begin with the word "analysis". Linear: each token is
+found once, every message header is bounded.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+CHANNEL, MESSAGE, START = "<|channel|>", "<|message|>", "<|start|>"
+_HEADER_LIMIT = 256
+_ROLE_LIMIT = 64
+# What ends a message body: its end token, or the next message's start (the token is not consumed then).
+_BODY_END = re.compile(r"<\|(?:end|return|call)\|>|<\|(?:start|channel)\|>")
+_STRIPPED_ANALYSIS = re.compile(r"\s*analysis")
+_STRIPPED_HEADER = re.compile(r"assistant(analysis|commentary|final)")
+
+
+@dataclass(slots=True)
+class Channels:
+    answer: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    markup: list[str] = field(default_factory=list)
+
+
+def split_channels(text: str) -> Channels:
+    """The reply's answer, reasoning and markup pieces; the answer joined is the text itself when no channels."""
+    if CHANNEL in text:
+        return _split_tokens(text)
+    opening = _STRIPPED_ANALYSIS.match(text)
+    if opening is not None and _STRIPPED_HEADER.search(text, opening.end()):
+        return _split_stripped(text, opening.end())
+    return Channels([text])
+
+
+def _split_tokens(text: str) -> Channels:
+    out = Channels()
+    position = 0
+    while (channel := text.find(CHANNEL, position)) >= 0:
+        message = text.find(MESSAGE, channel, channel + len(CHANNEL) + _HEADER_LIMIT)
+        header = text[channel + len(CHANNEL) : message] if message >= 0 else "<|"  # no header: not a message
+        start = _role_start(text, position, channel)
+        role = text[start + len(START) : channel] if start < channel else ""
+        kind = header.split(maxsplit=1)[0] if header.strip() else ""
+        if "<|" in header or "to=" in header or "to=" in role or kind not in _KINDS:
+            out.answer.append(text[position : channel + len(CHANNEL)])  # a call, a built-in tool or no header
+            position = channel + len(CHANNEL)
+            continue
+        body = message + len(MESSAGE)
+        found = _BODY_END.search(text, body)
+        stop = found.start() if found else len(text)
+        after = found.end() if found and not found.group().endswith(("start|>", "channel|>")) else stop
+        _between(out, text[position:start])
+        if kind == "analysis":
+            out.reasoning.append(text[body:stop])
+            out.markup.append(text[start:after])
+        else:
+            out.markup.append(text[start:body])
+            out.answer.append(text[body:stop])
+            out.markup.append(text[stop:after])
+        position = after
+    _between(out, text[position:])
+    return out
+
+
+def _between(out: Channels, piece: str) -> None:
+    """Text between messages: white space there is layout, anything else stays in the answer."""
+    (out.answer if piece.strip() else out.markup).append(piece)
+
+
+_KINDS = ("analysis", "final", "commentary")
+
+
+def _role_start(text: str, floor: int, channel: int) -> int:
+    """Where the message whose channel token is at `channel` starts: at its `<|start|>` when one opens its role
+    header just before, else at the channel token."""
+    start = text.rfind(START, max(floor, channel - _ROLE_LIMIT), channel)
+    if start < 0 or "<|" in text[start + len(START) : channel]:
+        return channel
+    return start
+
+
+def _split_stripped(text: str, body: int) -> Channels:
+    """`analysis` has been read up to `body`; each later `assistantCHANNEL` header starts a message."""
+    out = Channels([], [], [text[:body]])
+    kind = "analysis"
+    while True:
+        found = _STRIPPED_HEADER.search(text, body)
+        stop = found.start() if found else len(text)
+        if kind == "analysis":
+            out.reasoning.append(text[body:stop])
+            out.markup.append(text[body:stop])
+        else:
+            out.answer.append(text[body:stop])
+        if found is None:
+            return out
+        kind = found.group(1)
+        if kind == "commentary" and text.startswith(" to=", found.end()):
+            out.markup.append("assistant")  # the dialect reads `commentary to=functions.NAME ...` as the call
+            body = found.start() + len("assistant")
+            kind = "call"
+        else:
+            out.markup.append(found.group())
+            body = found.end()
