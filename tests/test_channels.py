@@ -1,5 +1,6 @@
-"""gpt-oss channels leaked into text (`meaning/channels.py`): analysis is reasoning, headers are markup, messages to a
-recipient are left whole for the harmony dialect; nothing is lost, and the split is linear."""
+"""Channels leaked into text (`meaning/channels.py`): gpt-oss analysis is reasoning, headers are markup, messages to
+a recipient are left whole for the harmony dialect; Functionary's `>>>all` header is markup; nothing is lost, and
+the split is linear."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from toolproxy.meaning.reasoning import split
 
 PIECES = ["<|start|>assistant", "<|channel|>", "analysis", "final", "commentary", " to=functions.add", "<|message|>",
           "<|end|>", "<|return|>", "<|call|>", "<|constrain|>json", "assistantfinal", "assistantcommentary",
-          "assistantanalysis", "thinking", '{"a": 1}', " ", "\n", "x", "<|"]
+          "assistantanalysis", "thinking", '{"a": 1}', " ", "\n", "x", "<|", ">>>all\n", ">>>"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -41,6 +42,7 @@ def test_every_character_is_answer_or_markup(text: str) -> None:
          "Think."),
         ("analysis shows that commentary helps.", "analysis shows that commentary helps.", ""),
         ("<|channel|>thinking<|message|>x", "<|channel|>thinking<|message|>x", ""),
+        ('>>>all\nLet me check.>>>add\n{"a": 1}', 'Let me check.>>>add\n{"a": 1}', ""),
     ],
 )
 def test_channels_split(text: str, answer: str, reasoning: str) -> None:

@@ -2,7 +2,7 @@
 based) addresses each message to a recipient, `>>>NAME\\n{...}` for a call and `>>>all\\n` for text to the user.
 
 Each call has its own opener, and its arguments are one JSON object, kept as text for `extraction.py` to decode.
-A `>>>all` message is text, its header included: this room owns the calls, not the recipients. Qwen3-Coder's
+A `>>>all` message is text: this room owns the calls; `meaning/channels.py` drops the `>>>all` header. Qwen3-Coder's
 `<function=NAME>` is followed by `<parameter=`, never by `{`, so the two v3.1 lookalikes never take each other's
 blocks.
 """

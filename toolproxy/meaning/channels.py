@@ -1,6 +1,7 @@
-"""gpt-oss harmony channels as servers leak them into text: the analysis channel is reasoning, never content, and
-channel headers are markup. A message addressed to a recipient (`to=functions.NAME`) is left whole for the harmony
-dialect, which owns the calls; so is a built-in tool's (`to=python`).
+"""Channels and recipients as servers leak them into text. gpt-oss harmony: the analysis channel is reasoning, never
+content, and channel headers are markup; a message addressed to a recipient (`to=functions.NAME`) is left whole
+for the harmony dialect, which owns the calls, and so is a built-in tool's (`to=python`). Functionary v3.2:
+`>>>all\n`, the header of a message to the user, is markup (its `>>>NAME` calls belong to functionary_v3).
 
 With special tokens kept: `<|channel|>analysis<|message|>...<|end|>` is reasoning; for `final` and a `commentary`
 preamble the header (`<|start|>assistant<|channel|>final<|message|>`) and the end token are markup, the body is
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 CHANNEL, MESSAGE, START = "<|channel|>", "<|message|>", "<|start|>"
+TO_ALL = ">>>all\n"
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
 # What ends a message body: its end token, or the next message's start (the token is not consumed then).
@@ -35,6 +37,9 @@ def split_channels(text: str) -> Channels:
     """The reply's answer, reasoning and markup pieces; the answer joined is the text itself when no channels."""
     if CHANNEL in text:
         return _split_tokens(text)
+    if TO_ALL in text:
+        pieces = text.split(TO_ALL)
+        return Channels(pieces, [], [TO_ALL] * (len(pieces) - 1))
     opening = _STRIPPED_ANALYSIS.match(text)
     if opening is not None and _STRIPPED_HEADER.search(text, opening.end()):
         return _split_stripped(text, opening.end())

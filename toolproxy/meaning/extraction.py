@@ -93,7 +93,8 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
 CALL_MARKERS = ("<tool_call>", "<tools>", "<function=", "<function_calls>", "<invoke ", "[TOOL_CALLS]",
                 "<|python_tag|>", "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<|tool_calls_section_begin|>",
                 "<|tool_call_begin|>", "to=functions.", "<|START_ACTION|>", "<|tool_call|>", "<|action_start|>",
-                "<minimax:tool_call>", "<seed:tool_call>")
+                "<minimax:tool_call>", "<seed:tool_call>", "<|tool_call>", "<|tool_call_start|>", "<|python_start|>",
+                "<|tools_prefix|>", "<function_call>", "<TOOLCALL>", "<tool_calls>")
 
 
 def _note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Sequence[Call] = ()) -> None:
