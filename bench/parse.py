@@ -60,6 +60,7 @@ OPENERS: dict[str, str] = {
     "olmo3": "<function_calls>\ntool_a(",
     "invoke_xml": '<function_calls><invoke name="tool_a">',
     "nemotron": "<TOOLCALL>[",
+    "nemotron_mini": "<toolcall> {",
     "apriel": "<tool_calls>\n{",
     "hermes": "<tool_call>\n{",
     "qwen_tools": "<tools>[",

@@ -1,7 +1,7 @@
 """The formats of issue 11 (Gemma 4, LFM2, Llama 4, Apertus, Granite 20B FC, Seed-OSS, Functionary v3.1 and v3.2,
-OLMo 3, Nemotron, Apriel/MiniMax-M1): properties over random text built from each one's own markup (nothing lost,
-any chunking equal to one-shot), render round trips with any JSON values, linear time on floods and unclosed
-values, and the corners of each notation."""
+OLMo 3, Nemotron and Nemotron-Mini, Apriel/MiniMax-M1): properties over random text built from each one's own
+markup (nothing lost, any chunking equal to one-shot), render round trips with any JSON values, linear time on
+floods and unclosed values, and the corners of each notation."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ FRAGMENTS: dict[str, list[str]] = {
     "olmo3": ["<function_calls>", "</function_calls>", "\n", "add(", "a=", "1", ")", "'x'", '<invoke name="add">', " ",
               "add"],
     "nemotron": ["<TOOLCALL>", "</TOOLCALL>", "[", "]", CALL_JSON, "{", " ", ", "],
+    "nemotron_mini": ["<toolcall>", "</toolcall>", " ", CALL_JSON, "{", "<TOOLCALL>"],
     "apriel": ["<tool_calls>", "</tool_calls>", "\n", CALL_JSON, "[", "]", "{", " ", "<tool_call>"],
     "functionary_v3": [">>>", "all", "add", "\n", '{"a": 1}', "{", " ", "x", ">>> "],
 }

@@ -35,9 +35,10 @@ PLAIN_HINTS = {
     "invoke_xml": rf"<{_PREFIX}(?:invoke|function_calls)",
     "seed_oss": r"<seed:tool_call>",
 }
+MARKED_JSON = {"apertus", "nemotron", "nemotron_mini", "apriel"}  # one opener pattern, no lookahead to take out
 WITH_LOOKAHEAD = sorted([*PLAIN_HINTS, "deepseek", "harmony", "mistral", "llama3", "command_r", "granite",
                          "phi4_mini", "pythonic",
-                         *(name for name in more_formats.NEW if name not in {"apertus", "nemotron", "apriel"})])
+                         *(name for name in more_formats.NEW if name not in MARKED_JSON)])
 TOOLS: ToolIndex = {**token_family.TOOLS, **xml_family.TOOLS, "tool_a": {"type": "object"}}
 STEADY = list(OPENERS.values())  # each dialect's opener, as in the bench's floods
 

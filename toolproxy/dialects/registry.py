@@ -55,6 +55,7 @@ DIALECTS: dict[str, Dialect] = {
     "olmo3": WrappedCallsDialect("olmo3", "<function_calls>", "</function_calls>", lines=True),
     "invoke_xml": InvokeXmlDialect("invoke_xml", "function_calls", bare=True),
     "nemotron": MarkedJsonDialect("nemotron", "<TOOLCALL>", "</TOOLCALL>"),
+    "nemotron_mini": MarkedJsonDialect("nemotron_mini", "<toolcall>", "</toolcall>"),
     "apriel": MarkedJsonDialect("apriel", "<tool_calls>", "</tool_calls>"),
     "hermes": MarkedJsonDialect("hermes", "<tool_call>", "</tool_call>"),
     "qwen_tools": MarkedJsonDialect("qwen_tools", "<tools>", "</tools>"),
