@@ -21,6 +21,7 @@ TO_ALL = ">>>all\n"
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
 # What ends a message body: its end token, or the next message's start (the token is not consumed then).
+_HEAD = re.compile(rf"<\|channel\|>([^<]{{0,{_HEADER_LIMIT}}}+)<\|message\|>")
 _BODY_END = re.compile(r"<\|(?:end|return|call)\|>|<\|(?:start|channel)\|>")
 _STRIPPED_ANALYSIS = re.compile(r"\s*analysis")
 _STRIPPED_HEADER = re.compile(r"assistant(analysis|commentary|final)")
@@ -49,27 +50,26 @@ def split_channels(text: str) -> Channels:
 def _split_tokens(text: str) -> Channels:
     out = Channels()
     position = 0
-    while (channel := text.find(CHANNEL, position)) >= 0:
-        message = text.find(MESSAGE, channel, channel + len(CHANNEL) + _HEADER_LIMIT)
-        header = text[channel + len(CHANNEL) : message] if message >= 0 else "<|"  # no header: not a message
-        start = _role_start(text, position, channel)
-        role = text[start + len(START) : channel] if start < channel else ""
+    # Only well-formed headers are visited: channel tokens without one are skipped in C (a flood of them is cheap).
+    for head in _HEAD.finditer(text):
+        if head.start() < position:
+            continue  # inside a message already taken
+        header = head.group(1)
+        start = _role_start(text, position, head.start())
+        role = text[start + len(START) : head.start()] if start < head.start() else ""
         kind = header.split(maxsplit=1)[0] if header.strip() else ""
-        if "<|" in header or "to=" in header or "to=" in role or kind not in _KINDS:
-            out.answer.append(text[position : channel + len(CHANNEL)])  # a call, a built-in tool or no header
-            position = channel + len(CHANNEL)
-            continue
-        body = message + len(MESSAGE)
-        found = _BODY_END.search(text, body)
+        if "to=" in header or "to=" in role or kind not in _KINDS:
+            continue  # a call or a built-in tool's message: left whole for the dialects
+        found = _BODY_END.search(text, head.end())
         stop = found.start() if found else len(text)
         after = found.end() if found and not found.group().endswith(("start|>", "channel|>")) else stop
         _between(out, text[position:start])
         if kind == "analysis":
-            out.reasoning.append(text[body:stop])
+            out.reasoning.append(text[head.end() : stop])
             out.markup.append(text[start:after])
         else:
-            out.markup.append(text[start:body])
-            out.answer.append(text[body:stop])
+            out.markup.append(text[start : head.end()])
+            out.answer.append(text[head.end() : stop])
             out.markup.append(text[stop:after])
         position = after
     _between(out, text[position:])
