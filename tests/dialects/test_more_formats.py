@@ -94,24 +94,25 @@ def test_render_round_trip(name: str, data: st.DataObject, tool: str) -> None:
 
 @pytest.mark.parametrize("name", NEW)
 def test_adversarial_input_stays_linear(name: str) -> None:
+    """CPU time, not wall time: the bound must hold on a loaded machine (bench/parse.py gives the figures)."""
     opener = FRAGMENTS[name][0]
     render = DIALECTS[name].render_call  # type: ignore[attr-defined]
     unclosed = render("add", {"a": "x" * 1_000_000})
     samples = [opener * 20_000, unclosed[: len(unclosed) // 2], opener + "[" * 200_000, opener + "{" * 200_000,
                (opener + "add(a=") * 20_000, render("add", {"a": 1}) * 5_000]
     for sample in samples:
-        started = time.perf_counter()
+        started = time.process_time()
         segments = parse(DIALECTS[name], sample, TOOLS)
-        assert time.perf_counter() - started < 2, f"{name} is slow on {sample[:30]!r}..."
+        assert time.process_time() - started < 2, f"{name} is slow on {sample[:30]!r}..."
         assert source_of(segments) == sample
 
 
 @pytest.mark.parametrize("name", NEW)
 def test_streaming_a_long_call_one_character_at_a_time_stays_linear(name: str) -> None:
     text = DIALECTS[name].render_call("add", {"a": "x" * 30_000})  # type: ignore[attr-defined]
-    started = time.perf_counter()
+    started = time.process_time()
     segments = fed(DIALECTS[name], list(text), TOOLS)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     assert [segment.source for segment in segments if isinstance(segment, Call)] == [text]
 
 
