@@ -41,7 +41,9 @@ END = "<|end|>"
 # Tokens that end or begin a message: a header running into one of them is not one message's header.
 _OTHER_MESSAGE = ("<|start|>", "<|end|>", "<|call|>", "<|return|>")
 # Within a header of at most _HEADER_LIMIT characters; one character class repeated, so no backtracking.
-_RECIPIENT = re.compile(r"\bto=functions\.([^\s<]+)")
+# `to=functions.NAME`; some gpt-oss builds drop `functions.` (cline#5393), which counts only for a declared tool, so
+# a built-in's `to=python` stays text.
+_RECIPIENT = re.compile(r"\bto=(functions\.)?([^\s<]+)")
 _HEADER_LIMIT = 256
 # What `_read` needs after an opener, at C speed: a header free of other messages' tokens (and of a second channel
 # token), the message token and a JSON value; then a recipient in that header, or the end of the text before it. A
@@ -51,16 +53,19 @@ _HEADER = rf"(?:[^<]|<(?!\|(?:{_TOKENS}|channel)\|>)){{0,{_HEADER_LIMIT}}}+"
 _BODY = ahead(literal(MESSAGE), SPACE, JSON_START)
 _START_HEAD = rf"{_HEADER}(?:{re.escape(CHANNEL)}{_HEADER})?{_BODY}"
 _CHANNEL_HEAD = _HEADER + _BODY
-_RECIPIENT_AHEAD = rf"(?:[^<]|<(?!\|(?:{_TOKENS})\|>)){{0,{2 * _HEADER_LIMIT}}}?(?:\bto=functions\.[^\s<]|\Z)"
+_RECIPIENT_AHEAD = rf"(?:[^<]|<(?!\|(?:{_TOKENS})\|>)){{0,{2 * _HEADER_LIMIT}}}?(?:\bto=[^\s<]|\Z)"
 _FOLLOW = {START: f"(?={_START_HEAD}){_RECIPIENT_AHEAD}", CHANNEL: f"(?={_CHANNEL_HEAD}){_RECIPIENT_AHEAD}"}
 # The header with its special tokens stripped: the channel and recipient as plain text, then the name, an optional
 # `<|constrain|>` and `json`, and the arguments' `{`. Bounded runs, so the match is decided within _STRIPPED_REACH.
 RECIPIENT = "to=functions."
-STRIPPED = (f"commentary {RECIPIENT}", f"analysis {RECIPIENT}", RECIPIENT)
-_STRIPPED_HEADER = re.compile(r"([^\s<{]{1,128})([ \t]{0,8}(?:<\|constrain\|>)?[ \t]{0,8}(?:json|code)?[ \t]{0,8}"
+STRIPPED = (f"assistant {RECIPIENT}", f"commentary {RECIPIENT}", f"analysis {RECIPIENT}", RECIPIENT)
+# After the name: the channel when the recipient came in the role part (`assistant to=functions.NAME commentary
+# json`, openai/codex#13114), then `<|constrain|>`, `json`, `<|message|>`, each optional.
+_STRIPPED_HEADER = re.compile(r"([^\s<{]{1,128})((?:[ \t]{1,8}(?:commentary|analysis))?[ \t]{0,8}(?:<\|constrain\|>)?"
+                              r"[ \t]{0,8}(?:json|code)?[ \t]{0,8}"
                               r"(?:<\|message\|>)?\s{0,8})\{")
-_STRIPPED_REACH = 128 + 60
-_STRIPPED_FOLLOW = ahead(run(r"[^\s<{]", 128), r"[^{]{0,64}+", literal("{"))
+_STRIPPED_REACH = 128 + 80
+_STRIPPED_FOLLOW = ahead(run(r"[^\s<{]", 128), r"[^{]{0,96}+", literal("{"))
 
 
 class HarmonyDialect:
@@ -85,7 +90,7 @@ class HarmonyScanner(TokenBlockScanner):
         if opener in STRIPPED:
             name = yield from _stripped_header(cursor)
         else:
-            name = yield from _header(cursor, opener)
+            name = yield from _header(cursor, opener, self._tools)
         if name is None:
             return None  # not a call: the header goes out as text and the message is scanned as text
         arguments = yield from json_value(cursor)
@@ -104,7 +109,7 @@ class HarmonyScanner(TokenBlockScanner):
         return name
 
 
-def _header(cursor: Cursor, opener: str) -> Read[str | None]:
+def _header(cursor: Cursor, opener: str, tools: ToolIndex) -> Read[str | None]:
     """The recipient's name, the header up to `<|message|>` and the space after it read; None when not a call."""
     header = yield from until(cursor, MESSAGE, _HEADER_LIMIT)
     if header is None or any(token in header for token in _OTHER_MESSAGE):
@@ -112,10 +117,10 @@ def _header(cursor: Cursor, opener: str) -> Read[str | None]:
     if header.count(CHANNEL) > (opener == START):  # one channel per header: the later one opens its own
         return None
     recipient = _RECIPIENT.search(header)
-    if recipient is None:
+    if recipient is None or not (recipient.group(1) or recipient.group(2) in tools):
         return None
     yield from space(cursor)
-    return recipient.group(1)
+    return recipient.group(2)
 
 
 def _stripped_header(cursor: Cursor) -> Read[str | None]:
