@@ -22,7 +22,7 @@ from toolproxy.meaning.extraction import accept, extract
 CALL_JSON = '{"name": "add", "arguments": {"a": 1}}'
 FRAGMENTS: dict[str, list[str]] = {
     "gemma4": ["<|tool_call>", "call:", "add", "{", "}", "a:", QUOTE, "x", ",", "1", "-2.5e3", "true", "null", "[", "]",
-               "<tool_call|>", "<turn|>", " ", '"', "<|"],
+               "<tool_call|>", "<turn|>", " ", '"', "<|", "call:add{a:1}", "re", "\n"],
     "lfm2": ["<|tool_call_start|>", "<|tool_call_end|>", "[", "]", "add(", "a=", "'x'", "1", ")", ", ", CALL_JSON, "{",
              ";", " ", "\n"],
     "llama4": ["<|python_start|>", "<|python_end|>", "[", "]", "add(", "a=", '"x"', "2", ")", ", ",
@@ -124,6 +124,22 @@ def test_streaming_a_long_call_one_character_at_a_time_stays_linear(name: str) -
 def test_gemma4_refuses_what_its_notation_does_not_allow(body: str) -> None:
     text = f"<|tool_call>call:add{body}<tool_call|>"
     assert parse(DIALECTS["gemma4"], text, TOOLS) == [Text(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        ("call:add{a:5}", [("add", {"a": 5})]),
+        ("Writing it.\ncall:add{a: hello world }", [("add", {"a": "hello world"})]),
+        ("recall:add{a:1}", []),  # inside a word
+        ("call:add{b:1}", []),  # a key the schema does not name
+        ("call:sub{a:1}", []),  # not a declared tool
+        ("call:add{a:1,a:2}", []),
+    ],
+)
+def test_gemma4_stripped_form_needs_a_declared_tool_and_its_keys(text: str, calls: list[tuple[str, Any]]) -> None:
+    found = extract(text, TOOLS, ("gemma4",))
+    assert [(call.name, call.arguments) for call in found.calls] == calls
 
 
 def test_gemma4_reads_quoted_keys_and_strings_holding_markup() -> None:

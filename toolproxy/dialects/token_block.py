@@ -140,7 +140,7 @@ class TokenBlockScanner(ABC):
             self._passed(text)
 
 
-@functools.cache  # a scanner is made per reply and after every call; the dialects' openers are few and fixed
+@functools.lru_cache(maxsize=256)  # per reply and after every call; bounded: Gemma 4 opener depends on the tools
 def _opener_pattern(openers: tuple[str, ...], follow: tuple[tuple[str, str], ...]) -> re.Pattern[str]:
     lookaheads = dict(follow)
     # Longest first, so that an opener that begins another never hides it.
