@@ -16,12 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-CHANNEL, MESSAGE, START = "<|channel|>", "<|message|>", "<|start|>"
+CHANNEL, START = "<|channel|>", "<|start|>"
 TO_ALL = ">>>all\n"
+_KINDS = ("analysis", "final", "commentary")
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
-# What ends a message body: its end token, or the next message's start (the token is not consumed then).
+# A channel header: no token inside it, bounded, so each channel token costs a bounded look in C.
 _HEAD = re.compile(rf"<\|channel\|>([^<]{{0,{_HEADER_LIMIT}}}+)<\|message\|>")
+# What ends a message body: its end token, or the next message's start (the token is not consumed then).
 _BODY_END = re.compile(r"<\|(?:end|return|call)\|>|<\|(?:start|channel)\|>")
 _STRIPPED_ANALYSIS = re.compile(r"\s*analysis")
 _STRIPPED_HEADER = re.compile(r"assistant(analysis|commentary|final)")
@@ -80,8 +82,6 @@ def _between(out: Channels, piece: str) -> None:
     """Text between messages: white space there is layout, anything else stays in the answer."""
     (out.answer if piece.strip() else out.markup).append(piece)
 
-
-_KINDS = ("analysis", "final", "commentary")
 
 
 def _role_start(text: str, floor: int, channel: int) -> int:
