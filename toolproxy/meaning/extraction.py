@@ -94,7 +94,7 @@ CALL_MARKERS = ("<tool_call>", "<tools>", "<function=", "<function_calls>", "<in
                 "<|python_tag|>", "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<|tool_calls_section_begin|>",
                 "<|tool_call_begin|>", "to=functions.", "<|START_ACTION|>", "<|tool_call|>", "<|action_start|>",
                 "<minimax:tool_call>", "<seed:tool_call>", "<|tool_call>", "<|tool_call_start|>", "<|python_start|>",
-                "<|tools_prefix|>", "<function_call>", "<TOOLCALL>", "<tool_calls>")
+                "<|tools_prefix|>", "<function_call>", "<TOOLCALL>", "<toolcall>", "<tool_calls>")
 
 
 def _note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Sequence[Call] = ()) -> None:
