@@ -51,7 +51,7 @@ def permissive(name: str, tools: ToolIndex) -> Scanner:
         scanner._line_bracket = re.compile(r"\n[ \t]*\[")
     elif isinstance(scanner, TokenBlockScanner):
         openers = sorted(scanner._openers, key=len, reverse=True)
-        scanner._opener_pattern = re.compile("|".join(map(re.escape, openers)))
+        scanner._opener_patterns = tuple(re.compile(re.escape(opener)) for opener in openers)
     else:
         assert isinstance(scanner, BlockScanner)
         scanner._hint = re.compile(PLAIN_HINTS[name])

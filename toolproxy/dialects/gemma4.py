@@ -71,7 +71,7 @@ class Gemma4Scanner(TokenBlockScanner):
         """As the base, but a bare `call:` must begin a word."""
         cursor = self._cursor
         start = cursor.position
-        while (found := self._opener_pattern.search(cursor.text, start)) is not None:
+        while (found := self._search(start)) is not None:
             before = cursor.text[found.start() - 1] if found.start() > cursor.position else self._last
             if found.group() != _CALL or not _WORD_CHAR.match(before):
                 return found.start(), found.group()
