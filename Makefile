@@ -20,8 +20,10 @@ test: $(VENV)/.test browser smoke $(NODE_CLIENTS)
 smoke:
 	$(PYTHON) tests/smoke_make_run.py
 
-bench: $(VENV)/.test
-	$(BIN)/python bench/overhead.py
+# The load benchmark: toolproxy beside a bare forwarder of the same stack, in front of a fast fake upstream
+# (about 6 minutes; `make bench BENCH_ARGS=--quick` for a pass of about 2).
+bench: $(VENV)/.runtime
+	$(BIN)/python bench/load.py $(BENCH_ARGS)
 
 bench-parse: $(VENV)/.runtime
 	$(BIN)/python bench/parse.py
