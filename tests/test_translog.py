@@ -172,6 +172,19 @@ def test_truncation_keeps_the_limit_and_says_how_much_was_cut(tmp_path: Path) ->
     assert stored["tools"].endswith("more characters cut]")
 
 
+@pytest.mark.parametrize("offset", [-len(SENTINEL), -5, -1, 0])
+def test_a_secret_cut_by_the_field_limit_leaves_no_part_behind(tmp_path: Path, offset: int) -> None:
+    """Only the kept part of a long field is redacted: a secret across the cut must still go whole."""
+    log = TransformLog(str(tmp_path), max_field_chars=1000, secrets=[SENTINEL])
+    text = "x" * (1000 + offset) + SENTINEL + "y" * 5000
+    add_all(log, make_record(1, raw_text=text, client_text="Authorization: Bearer " + "z" * 990 + "tok-abcdefghijklmn"))
+    stored = log.get(log.recent()[0]["id"])
+    assert stored is not None
+    kept = stored["raw_text"].split("\n[…")[0]
+    assert len(kept) <= 1000 and not any(SENTINEL[:n] in kept for n in range(4, len(SENTINEL) + 1))
+    assert "zzz" not in stored["client_text"] and "tok-" not in stored["client_text"]
+
+
 def _add_fifty(data_dir: str, tag: str) -> None:
     """In a spawned process: a worker of its own writing to the shared store."""
     log = TransformLog(data_dir)

@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 FILE_NAME = "translog.sqlite3"
 BATCH_ROWS = 100
 BATCH_SECONDS = 0.2
+# Redaction runs on what is kept of a field plus this margin, so a secret cut at the limit is still found whole.
+REDACT_MARGIN = 4096
 IDLE_SECONDS = 5.0  # a writer with nothing to do ends, and closes its connection; the next add starts another
 MAX_PENDING = 10_000  # rows waiting for the disk; beyond this a stuck disk costs records, never memory
 SCHEMA_ATTEMPTS = 20
@@ -83,6 +85,7 @@ class TransformLog:
             return  # no writer means nothing queued in this process
         barrier = _Barrier()
         self._enqueue(barrier)
+        self._urgent.put(True)
         deadline = time.monotonic() + timeout
         while not barrier.done and time.monotonic() < deadline:
             time.sleep(0.005)  # under gevent's patching a cooperative sleep: other greenlets run meanwhile
@@ -93,6 +96,7 @@ class TransformLog:
         """Fresh queue, lock and writer state: after a fork the parent's belong to a thread that is not here."""
         self._pid = os.getpid()
         self._queue: Any = monkey.get_original("queue", "SimpleQueue")()
+        self._urgent: Any = monkey.get_original("queue", "SimpleQueue")()  # a flush waiting: write without delay
         self._lock: Any = monkey.get_original("_thread", "allocate_lock")()
         self._running = False
 
@@ -126,7 +130,7 @@ class TransformLog:
         """Every string redacted, then cut to the field limit; a string under a credential's name blanked (only a
         string: a tool's schema may well describe a parameter called `api_key`)."""
         if isinstance(value, str):
-            return truncate(redact_with(valid_text(value), self._secrets), self.max_field_chars)
+            return self._scrub_text(valid_text(value))
         if isinstance(value, dict):
             return {self._scrub(str(key)): REDACTED if isinstance(item, str) and SECRET_KEY.search(str(key))
                     else self._scrub(item) for key, item in value.items()}
@@ -135,6 +139,15 @@ class TransformLog:
         if value is None or isinstance(value, (bool, int, float)):
             return value
         return self._scrub(str(value))
+
+    def _scrub_text(self, text: str) -> str:
+        """Redacted, then cut. Only the part that is kept is redacted: redacting all of a 256 KB answer (three
+        fields hold it) cost more than the rest of the request."""
+        limit = self.max_field_chars
+        if len(text) <= limit:
+            return redact_with(text, self._secrets)
+        kept = redact_with(text[: limit + REDACT_MARGIN], self._secrets)[:limit]
+        return f"{kept}\n[… {len(text) - limit} more characters cut]"
 
     def _clip_tools(self, tools: Any) -> Any:
         """The tools as sent, or, when their JSON is over the field limit, that JSON cut (a string)."""
@@ -155,16 +168,21 @@ class TransformLog:
                 connection.close()
 
     def _collect(self, pending: Any) -> list[Row | _Barrier] | None:
-        """The next batch: the first item, then what comes within BATCH_SECONDS, at most BATCH_ROWS; a barrier
-        ends it early. None once the queue stayed empty for IDLE_SECONDS (the writer then ends)."""
+        """The next batch: the first item, then what came within BATCH_SECONDS (sooner when a flush waits), at
+        most BATCH_ROWS. None once the queue stayed empty for IDLE_SECONDS (the writer then ends).
+
+        The writer waits out the batch instead of waking on every add: each wake-up of this OS thread takes the
+        GIL from the worker's greenlets, which under load cost more than writing the rows."""
         try:
             items = [pending.get(timeout=IDLE_SECONDS)]
         except queue.Empty:
             return None if self._retire(pending) else []
-        deadline = time.monotonic() + BATCH_SECONDS
+        if not isinstance(items[0], _Barrier):
+            with contextlib.suppress(queue.Empty):
+                self._urgent.get(timeout=BATCH_SECONDS)
         while len(items) < BATCH_ROWS and not isinstance(items[-1], _Barrier):
             try:
-                items.append(pending.get(timeout=max(0.0, deadline - time.monotonic())))
+                items.append(pending.get_nowait())
             except queue.Empty:
                 break
         return items
