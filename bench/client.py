@@ -134,6 +134,7 @@ class Load:
     exchanges: list[Exchange]
     seconds: float
     errors: int
+    answered: int = 0  # every exchange that completed, the ones after the deadline included (for CPU per request)
 
     @property
     def rate(self) -> float:
@@ -144,12 +145,12 @@ async def drive(port: int, request: bytes, clients: int, seconds: float) -> Load
     connections = [Connection(port) for _ in range(clients)]
     await asyncio.gather(*(c.open() for c in connections))
     done: list[Exchange] = []
-    errors = 0
+    errors = answered = 0
     started = time.perf_counter()
     stop_at = started + seconds
 
     async def loop(connection: Connection) -> None:
-        nonlocal errors
+        nonlocal errors, answered
         while time.perf_counter() < stop_at:
             try:
                 result = await connection.exchange(request)
@@ -157,6 +158,7 @@ async def drive(port: int, request: bytes, clients: int, seconds: float) -> Load
                 errors += 1
                 connection.close()
                 continue
+            answered += result.status == 200
             if time.perf_counter() <= stop_at:
                 (done if result.status == 200 else []).append(result)
                 errors += result.status != 200
@@ -164,7 +166,7 @@ async def drive(port: int, request: bytes, clients: int, seconds: float) -> Load
     await asyncio.gather(*(loop(c) for c in connections))
     for connection in connections:
         connection.close()
-    return Load(done, seconds, errors)
+    return Load(done, seconds, errors, answered)
 
 
 async def once_each(port: int, request: bytes, clients: int, timeout: float) -> Load:

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import client, workload
-from bench.processes import RssPeak, Server, start_gunicorn, start_upstream, tree_rss
+from bench.processes import RssPeak, Server, start_gunicorn, start_upstream, tree_cpu, tree_rss
 
 TARGETS = ("upstream alone", "floor", "toolproxy")
 SLOW_CLIENTS = 500
@@ -103,7 +103,10 @@ class Bench:
         peak = self.rss.get(target)
         if peak is not None:
             peak.reset()
+        pid = self.servers[target].process.pid if target in self.servers else self.upstream.process.pid
+        cpu = tree_cpu(pid)
         load = await client.drive(self.ports[target], self._request(target, scenario), clients, self.seconds)
+        cpu = tree_cpu(pid) - cpu
         if load.errors or not load.exchanges:
             self.errors.append(f"{scenario.name}, {target}, {clients} clients: {load.errors} errors")
         if not load.exchanges:
@@ -113,6 +116,8 @@ class Bench:
         figures.add(target, f"first {clients}", statistics.median(e.first for e in load.exchanges) * 1000)
         if peak is not None:
             figures.add(target, f"rss {clients}", peak.peak / MiB)
+        if load.answered:
+            figures.add(target, f"cpu {clients}", cpu * 1000 / load.answered)
 
     def _request(self, target: str, scenario: Scenario) -> bytes:
         return client.request_bytes(self.ports[target], scenario.body)
@@ -201,6 +206,8 @@ def rows_for(scenario: Scenario) -> list[Row]:
             if scenario.stream:
                 rows.append(Row("time to first byte p50 at 1 client, ms", "first 1", 2, ratio))
         rows.append(Row(f"req/s at {clients} client{'s' if clients > 1 else ''}", f"rate {clients}", 0, ratio))
+        if clients == 16:
+            rows.append(Row("CPU ms per request at 16 clients (the server's whole tree)", "cpu 16", 2, ratio))
     if scenario.stream:
         top = scenario.clients[-1]
         rows.append(Row(f"time to first byte p50 at {top} clients, ms", f"first {top}", 1, ratio))
@@ -241,15 +248,17 @@ SLOW_ROWS = [Row(f"completed of {SLOW_CLIENTS}", "completed", 0, ratio),
              Row("peak RSS of the tree, MiB", "rss", 0, ratio)]
 
 
-async def run(bench: Bench) -> None:
+async def run(bench: Bench, only: str = "") -> None:
     idle = ", ".join(f"{name} {rss / MiB:.0f} MiB" for name, rss in bench.idle.items())
     print(f"load average before: {_load()}; {bench.repetitions} repetitions of {bench.seconds:g} s per target and "
           f"measure, targets alternated; median (min-max); idle RSS of the trees: {idle}\n", flush=True)
-    for scenario in scenarios():
+    for scenario in (s for s in scenarios() if only in s.name):
         started = time.monotonic()
         figures = await bench.measure(scenario)
         print(table(scenario.name, rows_for(scenario), figures, scenario.note, added="yes"), flush=True)
         print(f"({time.monotonic() - started:.0f} s)\n", flush=True)
+    if only and only not in "slow streams":
+        return
     figures = await bench.slow()
     print(table(f"{SLOW_CLIENTS} concurrent slow streams (200 events, 50 ms apart: 10 s upstream alone)",
                 SLOW_ROWS, figures), flush=True)
@@ -259,10 +268,12 @@ async def run(bench: Bench) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one short repetition per measure")
+    parser.add_argument("--only", default="", help="only the scenarios whose title contains this ('slow' for the "
+                                                   "slow streams)")
     arguments = parser.parse_args()
     bench = Bench(repetitions=1 if arguments.quick else 3, seconds=0.6 if arguments.quick else 1.5)
     try:
-        asyncio.run(run(bench))
+        asyncio.run(run(bench, arguments.only))
     finally:
         bench.close()
     for error in bench.errors:

@@ -61,14 +61,24 @@ class Relay(Generic[T]):
             raise value
         return cast(T, value)
 
+    def has_ready(self) -> bool:
+        """Whether `next` would answer at once with something the producer already handed over."""
+        return not self._queue.empty()
+
     def close(self) -> None:
         if not self._greenlet.dead:
             self._greenlet.kill(block=True, timeout=2)
 
     def _pump(self, produce: Callable[[], Iterator[T]]) -> None:
         try:
+            first = True
             for item in produce():
                 self._queue.put((None, item))
+                if first:
+                    # The consumer sends the first item before this greenlet works through the rest of the read
+                    # it came in (a fast upstream's whole answer): the client's first byte does not wait for them.
+                    gevent.sleep(0)
+                    first = False
         except Exception as error:  # handed to the consumer, who decides how the client hears of it
             self._queue.put((None, error))
         else:
