@@ -185,7 +185,7 @@ class _HttpEventStream:
 
 def _decode_chunk(data: str) -> dict[str, Any]:
     try:
-        chunk = json.loads(data)
+        chunk = jsonwire.loads_fast(data)
     except (ValueError, RecursionError):
         raise UpstreamBadResponse(f"the upstream sent an event that is not JSON: {data[:200]!r}") from None
     if not isinstance(chunk, dict):
