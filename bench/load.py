@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import client, workload
 from bench.processes import RssPeak, Server, start_gunicorn, start_upstream, tree_cpu, tree_rss
 
-TARGETS = ("upstream alone", "floor", "toolproxy")
+TARGETS = ["upstream alone", "floor", "toolproxy"]  # "toolproxy before" joins with --baseline
+BEFORE = "toolproxy before"
 SLOW_CLIENTS = 500
 MiB = 1024 * 1024
 
@@ -70,13 +71,16 @@ class Figures:
 
 
 class Bench:
-    def __init__(self, *, repetitions: int, seconds: float) -> None:
+    def __init__(self, *, repetitions: int, seconds: float, baseline: Path | None = None) -> None:
         self.repetitions, self.seconds = repetitions, seconds
         self._data = tempfile.TemporaryDirectory()
         self.upstream = start_upstream()
         self.servers: dict[str, Server] = {
             "floor": start_gunicorn("floor", "bench.floor:app", self.upstream.port, self._data.name + "/floor"),
             "toolproxy": start_gunicorn("toolproxy", "app:app", self.upstream.port, self._data.name + "/tp")}
+        if baseline is not None:
+            self.servers[BEFORE] = start_gunicorn(BEFORE, "app:app", self.upstream.port, self._data.name + "/before",
+                                                  cwd=baseline)
         self.ports = {"upstream alone": self.upstream.port, **{n: s.port for n, s in self.servers.items()}}
         self.rss = {name: RssPeak(server.process.pid) for name, server in self.servers.items()}
         self.idle = {name: tree_rss(server.process.pid) for name, server in self.servers.items()}
@@ -162,7 +166,7 @@ def _load() -> str:
     return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
-def _rotated(items: tuple[str, ...], by: int) -> tuple[str, ...]:
+def _rotated(items: list[str], by: int) -> list[str]:
     by %= len(items)
     return items[by:] + items[:by]
 
@@ -217,13 +221,16 @@ def rows_for(scenario: Scenario) -> list[Row]:
 
 
 def table(title: str, rows: list[Row], figures: Figures, note: str = "", added: str = "") -> str:
-    lines = [f"### {title}", "", f"| measure | {' | '.join(TARGETS)} | toolproxy/floor |",
-             "| --- |" + " ---: |" * (len(TARGETS) + 1)]
+    against = ["floor", *([BEFORE] if BEFORE in TARGETS else [])]
+    ratios = " | ".join(f"toolproxy/{a}" for a in against)
+    lines = [f"### {title}", "", f"| measure | {' | '.join(TARGETS)} | {ratios} |",
+             "| --- |" + " ---: |" * (len(TARGETS) + len(against))]
     for row in rows:
         cells = [_cell(figures.get(target, row.measure), row.digits) for target in TARGETS]
-        tool, floor = figures.get("toolproxy", row.measure), figures.get("floor", row.measure)
-        last = row.compare(statistics.median(tool), statistics.median(floor)) if tool and floor else "-"
-        lines.append(f"| {row.label} | {' | '.join(cells)} | {last} |")
+        tool = figures.get("toolproxy", row.measure)
+        last = [row.compare(statistics.median(tool), statistics.median(figures.get(a, row.measure)))
+                if tool and figures.get(a, row.measure) else "-" for a in against]
+        lines.append(f"| {row.label} | {' | '.join(cells)} | {' | '.join(last)} |")
         if row.measure in ("total 1", "first 1") and added:
             lines.append(_added_row(row, figures))
     return "\n".join([*lines, *(["", note] if note else [])]) + "\n"
@@ -234,10 +241,11 @@ def _added_row(row: Row, figures: Figures) -> str:
     base = figures.get("upstream alone", row.measure)
     added = {t: [v - b for v, b in zip(figures.get(t, row.measure), base, strict=False)] for t in TARGETS[1:]}
     cells = ["-", *(f"+{_cell(added[t], 2)}" for t in TARGETS[1:])]
-    tool, floor = added["toolproxy"], added["floor"]
-    last = difference(statistics.median(tool), statistics.median(floor)) if tool and floor else "-"
+    tool = added["toolproxy"]
+    last = [difference(statistics.median(tool), statistics.median(added[a])) if tool and added[a] else "-"
+            for a in ["floor", *([BEFORE] if BEFORE in TARGETS else [])]]
     label = row.label.replace("latency", "added latency").replace("time to first", "added time to first")
-    return f"| {label} | {' | '.join(cells)} | {last} |"
+    return f"| {label} | {' | '.join(cells)} | {' | '.join(last)} |"
 
 
 SLOW_ROWS = [Row(f"completed of {SLOW_CLIENTS}", "completed", 0, ratio),
@@ -270,8 +278,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one short repetition per measure")
     parser.add_argument("--only", default="", help="only the scenarios whose title contains this ('slow' for the "
                                                    "slow streams)")
+    parser.add_argument("--baseline", type=Path, help="another checkout of toolproxy (e.g. a `git worktree` of an "
+                                                       "earlier commit), run beside this one as 'toolproxy before'")
     arguments = parser.parse_args()
-    bench = Bench(repetitions=1 if arguments.quick else 3, seconds=0.6 if arguments.quick else 1.5)
+    if arguments.baseline:
+        TARGETS.insert(2, BEFORE)
+    bench = Bench(repetitions=1 if arguments.quick else 3, seconds=0.6 if arguments.quick else 1.5,
+                  baseline=arguments.baseline)
     try:
         asyncio.run(run(bench, arguments.only))
     finally:

@@ -27,10 +27,10 @@ class Server:
     """A child process listening on `port` with exactly the environment `env`; its output goes to a file nobody
     has to drain."""
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], port: int) -> None:
+    def __init__(self, name: str, command: list[str], env: dict[str, str], port: int, cwd: Path = ROOT) -> None:
         self.name, self.port = name, port
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(command, cwd=cwd, env=env, stdout=self._log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, path: str) -> Server:
         deadline = time.monotonic() + 30
@@ -65,15 +65,17 @@ def start_upstream() -> Server:
     return server.wait_ready("/v1/models")
 
 
-def start_gunicorn(name: str, app: str, upstream_port: int, data_dir: str, workers: int = 2) -> Server:
-    """toolproxy's gunicorn.conf.py for both targets: same worker class, count and connection settings."""
+def start_gunicorn(name: str, app: str, upstream_port: int, data_dir: str, workers: int = 2,
+                   cwd: Path = ROOT) -> Server:
+    """toolproxy's gunicorn.conf.py for both targets: same worker class, count and connection settings. `cwd`:
+    another checkout of toolproxy (an earlier version, to compare in the same run)."""
     port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
     env = {key: value for key, value in os.environ.items() if not key.startswith("TOOLPROXY_")}
     env.update({"TOOLPROXY_BIND": f"127.0.0.1:{port}", "TOOLPROXY_WORKERS": str(workers),
                 "TOOLPROXY_UPSTREAM": upstream, "TOOLPROXY_DATA_DIR": data_dir, "BENCH_FLOOR_UPSTREAM": upstream})
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", app]
-    return Server(name, command, env, port).wait_ready("/health")
+    return Server(name, command, env, port, cwd).wait_ready("/health")
 
 
 def tree_rss(pid: int) -> int:

@@ -62,7 +62,7 @@ def main(scenario: str, seconds: float) -> None:
         pid = worker_pid(proxy.process.pid)
         spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--rate",
                                 "500", "--duration", str(int(seconds)), "--format", "raw", "--output", str(output),
-                                "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--nonblocking", "--gil"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         request = client.request_bytes(proxy.port, BODIES[scenario])
         load = threading.Thread(target=lambda: asyncio.run(client.drive(proxy.port, request, 16, seconds + 1)))
         load.start()
