@@ -18,7 +18,31 @@ def clean_completion(completion: dict[str, Any], reasoning: str = "move") -> dic
 
 
 def clean_chunk(chunk: dict[str, Any], reasoning: str = "move") -> dict[str, Any]:
+    """The chunk without backend-only fields; the chunk itself when it has none (most events of a stream, which
+    are then not copied three levels deep for nothing)."""
+    if _is_clean(chunk):
+        return chunk
     return _clean(chunk, "delta", reasoning)
+
+
+_TOP_LEVEL, _USAGE, _CHOICE = frozenset(TOP_LEVEL), frozenset(USAGE), frozenset(CHOICE)
+_DELTA = frozenset(MESSAGE + REASONING)
+
+
+def _is_clean(chunk: dict[str, Any]) -> bool:
+    """True when `_clean` would change nothing: checked without copying anything."""
+    usage = chunk.get("usage")
+    if not _TOP_LEVEL.isdisjoint(chunk) or (isinstance(usage, dict) and not _USAGE.isdisjoint(usage)):
+        return False
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        if not isinstance(choice, dict):
+            continue
+        delta = choice.get("delta")
+        if not _CHOICE.isdisjoint(choice) or (isinstance(delta, dict) and (
+                not _DELTA.isdisjoint(delta) or ("tool_calls" in delta and delta["tool_calls"] in ([], None)))):
+            return False
+    return True
 
 
 def _clean(body: dict[str, Any], message_key: str, reasoning: str) -> dict[str, Any]:
