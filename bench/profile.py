@@ -2,7 +2,10 @@
 client drives one scenario, then the functions with the most samples are printed, by own time and by total.
 
     .venv/bin/pip install py-spy==0.4.3
-    .venv/bin/python bench/profile.py small|big|stream|tools_stream [seconds]
+    .venv/bin/python bench/profile.py small|big|stream|tools_stream [seconds [clients [--idle]]]
+
+Without --idle only the thread holding the GIL is sampled (Python on the CPU); with it, every sample, waits
+included (where a request's wall time goes).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def summarize(raw: str, top: int = 25) -> str:
     return "\n".join(lines)
 
 
-def main(scenario: str, seconds: float) -> None:
+def main(scenario: str, seconds: float, clients: int, idle: bool) -> None:
     data = tempfile.TemporaryDirectory()
     upstream = start_upstream()
     proxy = start_gunicorn("toolproxy", "app:app", upstream.port, data.name, workers=1)
@@ -62,9 +65,10 @@ def main(scenario: str, seconds: float) -> None:
         pid = worker_pid(proxy.process.pid)
         spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--rate",
                                 "500", "--duration", str(int(seconds)), "--format", "raw", "--output", str(output),
-                                "--nonblocking", "--gil"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                "--nonblocking", *(["--idle"] if idle else ["--gil"])],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         request = client.request_bytes(proxy.port, BODIES[scenario])
-        load = threading.Thread(target=lambda: asyncio.run(client.drive(proxy.port, request, 16, seconds + 1)))
+        load = threading.Thread(target=lambda: asyncio.run(client.drive(proxy.port, request, clients, seconds + 1)))
         load.start()
         spy.wait()
         load.join()
@@ -76,4 +80,6 @@ def main(scenario: str, seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 8)
+    arguments = [a for a in sys.argv[1:] if a != "--idle"]
+    main(arguments[0], float(arguments[1]) if len(arguments) > 1 else 8,
+         int(arguments[2]) if len(arguments) > 2 else 16, "--idle" in sys.argv)
