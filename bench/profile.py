@@ -1,7 +1,7 @@
-"""Where a toolproxy worker spends its time under load: py-spy samples the single worker while the benchmark's
-client drives one scenario, then the functions with the most samples are printed, by own time and by total.
+"""Where a toolproxy worker spends its time under load: py-spy (requirements-test.txt) samples the single worker
+while the benchmark's client drives one scenario, then the functions with the most samples are printed, by own
+time and by total.
 
-    .venv/bin/pip install py-spy==0.4.3
     .venv/bin/python bench/profile.py small|big|stream|tools_stream [seconds [clients [--idle]]]
 
 Without --idle only the thread holding the GIL is sampled (Python on the CPU); with it, every sample, waits
