@@ -81,6 +81,19 @@ def truncate(text: str, limit: int) -> str:
     return f"{text[:limit]}\n[… {len(text) - limit} more characters cut]"
 
 
+# A secret cut by the limit is still found whole within this margin past it.
+REDACT_MARGIN = 4096
+
+
+def redact_and_cut(text: str, secrets: tuple[str, ...], limit: int) -> str:
+    """Redacted, then cut to `limit`. Only the kept part (and the margin) is redacted: redacting all of a 256 KB
+    answer, which three fields of a record hold, cost more than the rest of the request."""
+    if len(text) <= limit:
+        return redact_with(text, secrets)
+    kept = redact_with(text[: limit + REDACT_MARGIN], secrets)[:limit]
+    return f"{kept}\n[… {len(text) - limit} more characters cut]"
+
+
 def usable_secrets(secrets: Sequence[str]) -> tuple[str, ...]:
     # Longest first, so a key that contains a shorter key is still replaced whole. Shorter ones would redact
     # ordinary words.

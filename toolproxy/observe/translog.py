@@ -21,7 +21,7 @@ from toolproxy.observe.record import (
     REDACTED,
     SECRET_KEY,
     TransformRecord,
-    redact_with,
+    redact_and_cut,
     truncate,
     usable_secrets,
     valid_text,
@@ -33,8 +33,6 @@ logger = logging.getLogger(__name__)
 FILE_NAME = "translog.sqlite3"
 BATCH_ROWS = 100
 BATCH_SECONDS = 0.2
-# Redaction runs on what is kept of a field plus this margin, so a secret cut at the limit is still found whole.
-REDACT_MARGIN = 4096
 IDLE_SECONDS = 5.0  # a writer with nothing to do ends, and closes its connection; the next add starts another
 MAX_PENDING = 10_000  # rows waiting for the disk; beyond this a stuck disk costs records, never memory
 SCHEMA_ATTEMPTS = 20
@@ -130,7 +128,7 @@ class TransformLog:
         """Every string redacted, then cut to the field limit; a string under a credential's name blanked (only a
         string: a tool's schema may well describe a parameter called `api_key`)."""
         if isinstance(value, str):
-            return self._scrub_text(valid_text(value))
+            return redact_and_cut(valid_text(value), self._secrets, self.max_field_chars)
         if isinstance(value, dict):
             return {self._scrub(str(key)): REDACTED if isinstance(item, str) and SECRET_KEY.search(str(key))
                     else self._scrub(item) for key, item in value.items()}
@@ -139,15 +137,6 @@ class TransformLog:
         if value is None or isinstance(value, (bool, int, float)):
             return value
         return self._scrub(str(value))
-
-    def _scrub_text(self, text: str) -> str:
-        """Redacted, then cut. Only the part that is kept is redacted: redacting all of a 256 KB answer (three
-        fields hold it) cost more than the rest of the request."""
-        limit = self.max_field_chars
-        if len(text) <= limit:
-            return redact_with(text, self._secrets)
-        kept = redact_with(text[: limit + REDACT_MARGIN], self._secrets)[:limit]
-        return f"{kept}\n[… {len(text) - limit} more characters cut]"
 
     def _clip_tools(self, tools: Any) -> Any:
         """The tools as sent, or, when their JSON is over the field limit, that JSON cut (a string)."""

@@ -6,10 +6,8 @@ carry the status and OpenAI error object the client should see.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,7 +16,6 @@ from urllib.parse import urlsplit
 import gevent
 import requests
 from gevent import monkey
-from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.exceptions import NewConnectionError, ReadTimeoutError
 
@@ -30,6 +27,7 @@ from toolproxy.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from toolproxy.upstream import session
 from toolproxy.wire import jsonwire, sse
 
 logger = logging.getLogger(__name__)
@@ -67,18 +65,8 @@ class HttpUpstream:
         self._timeout = (connect_timeout, read_timeout)
         self._max_bytes = max_bytes
         self._max_depth = max_depth
-        self._session = requests.Session()
-        # Retries are the client's business (the OpenAI SDKs retry twice already); the pool is sized for many
-        # concurrent streams on one gevent worker.
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=256, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        # requests reads the environment (proxy variables, ~/.netrc, CA bundle variables) on every request when
-        # trust_env is on: a tenth of a small request's time. Read here, once: the CA bundle now, each upstream's
-        # proxies at its first request.
-        self._session.trust_env = False
-        self._session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-        self._proxies: dict[str, dict[str, str]] = {}
+        self._session = session.new_session()
+        self._proxies = session.Proxies()
 
     def complete(self, request: UpstreamRequest) -> dict[str, Any]:
         response = self._post(request)
@@ -112,18 +100,10 @@ class HttpUpstream:
         """Whether the upstream answers `/models` within two seconds (for the dashboard, never a request)."""
         try:
             with self._session.get(f"{base_url}/models", timeout=(1, 2), headers=_headers(None),
-                                   proxies=self._proxies_for(base_url)) as response:
+                                   proxies=self._proxies(base_url)) as response:
                 return response.status_code < 500
         except requests.RequestException:
             return False
-
-    def _proxies_for(self, url: str) -> dict[str, str]:
-        """The proxies the environment gives this URL's host (none for most upstreams: `no_proxy` respected)."""
-        parts = urlsplit(url)
-        origin = f"{parts.scheme}://{parts.netloc}"
-        if origin not in self._proxies:
-            self._proxies[origin] = requests.utils.get_environ_proxies(origin)
-        return self._proxies[origin]
 
     def _post(self, request: UpstreamRequest) -> requests.Response:
         return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
@@ -133,7 +113,7 @@ class HttpUpstream:
         """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
         try:
             response = self._session.request(method, url, data=data, headers=_headers(api_key),
-                                             timeout=self._timeout, stream=True, proxies=self._proxies_for(url))
+                                             timeout=self._timeout, stream=True, proxies=self._proxies(url))
         except requests.RequestException as error:
             raise _translate(error) from None
         if response.status_code >= 400:
@@ -201,13 +181,10 @@ class _HttpEventStream:
             raise _translate(error) from None
 
     def _read_to_end(self) -> None:
-        """After [DONE] only the end of the chunked body remains (servers write it at once): read it, so the
-        connection goes back to the pool instead of being closed. A new connection for every stream cost a tenth
-        of a fast stream's time (gevent resolves even 127.0.0.1 in its thread pool). Anything more, or a server
-        that keeps silent, and the connection is simply closed, as before."""
-        # Under gunicorn (patched sockets) a timer bounds the wait; elsewhere the read timeout does.
-        patched = monkey.is_module_patched("socket")
-        with gevent.Timeout(DRAIN_SECONDS, False) if patched else contextlib.nullcontext():
+        """After [DONE] only the end of the chunked body remains: read it, so the connection goes back to the pool
+        (a new one per stream, resolved in gevent's thread pool, cost a tenth of a fast stream's time). More than
+        that, or silence (bounded under gunicorn's patched sockets), and the connection is closed as before."""
+        with gevent.Timeout(DRAIN_SECONDS if monkey.is_module_patched("socket") else None, False):
             try:
                 for _ in range(4):
                     if not self._response.raw.read1(READ_SIZE, decode_content=True):
