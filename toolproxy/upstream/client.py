@@ -1,6 +1,6 @@
-"""Talking to the OpenAI-compatible upstream over one pooled `requests.Session`.
+"""Talking to the OpenAI-compatible upstream over one pooled `requests.Session` (made in session.py).
 
-The only room that touches `requests`: its exceptions are translated here, once, into `Upstream*` errors that
+The only room that calls `requests`: its exceptions are translated here, once, into `Upstream*` errors that
 carry the status and OpenAI error object the client should see.
 """
 
