@@ -55,10 +55,13 @@ def test_one_json_line_per_request_with_its_record_id(upstream, start_gunicorn):
 def test_text_lines_and_no_access_line(upstream, start_gunicorn):
     server = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url}).wait_ready()
     upstream.script = lambda request, wire: wire.send_json(completion("hello"))
-    ours = requests.post(f"{server.url}/v1/chat/completions", json=make_body(), timeout=10).headers["X-Request-Id"]
+    ours = requests.post(f"{server.url}/v1/chat/completions", json=make_body(), timeout=10,
+                         headers={"User-Agent": 'agent/1.0 "quoted"'}).headers["X-Request-Id"]
     output = server.output()
-    assert len([line for line in output.splitlines() if ours in line]) == 1
-    assert f"request request_id={ours} model=test-model route=plain status=200" in output
+    (line,) = [line for line in output.splitlines() if ours in line]
+    assert f"request request_id={ours} model=test-model client=" in line and " route=plain status=200" in line
+    client = line.split(" client=", 1)[1].split(" route=", 1)[0]
+    assert json.loads(client) == 'agent/1.0 "quoted"', "a client's text is quoted: it cannot forge fields"
     assert "/v1/chat/completions HTTP/1.1" not in output, "gunicorn's access line is off"
 
 

@@ -5,6 +5,7 @@ the pinned CLIs first, and a run takes tens of seconds."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import uuid
@@ -18,8 +19,9 @@ from tests.fake_upstream import FakeUpstream
 
 pytestmark = pytest.mark.agents
 TIMEOUT = 240  # seconds for one agent turn: CLIs start slowly on a loaded machine
-ACCESS = re.compile(r'"POST /v1/chat/completions [^"]*" (\d+) \S+ "[^"]*" "([^"]*)"')
-ROUTE = re.compile(r"chat route=(\S+) mode=\S+ model=\S+ status=(\d+) calls=(\S+) dialects=(\S+)")
+# toolproxy's one line per request: `request request_id=... model=... client=... route=... status=... calls=...`
+ACCESS = re.compile(r' client=("(?:[^"\\]|\\.)*"|\S+)')
+ROUTE = re.compile(r" route=(\S+) status=(\d+)(?: calls=(\S+))?(?: dialects=(\S+))?")
 
 
 @pytest.fixture
@@ -62,7 +64,7 @@ def diagnosis(model: ScriptedModel, result: subprocess.CompletedProcess[str]) ->
 
 def summary(agent: str, form: str, returncode: int, model: ScriptedModel, log: str, stdout: str) -> str:
     """What the lead needs per run: the client's User-Agent, native tools or not, the routes the proxy took."""
-    agents = sorted({agent_string for _, agent_string in ACCESS.findall(log)})
+    agents = sorted({json.loads(agent) if agent.startswith('"') else agent for agent in ACCESS.findall(log)})
     routes = [f"{route}({status}, calls={calls}, {dialects})" for route, status, calls, dialects in ROUTE.findall(log)]
     tools = [len(body.get("tools") or []) for body in model.requests]
     last = ",".join(str(m.get("role"))[0] for m in model.requests[-1].get("messages") or []) if model.requests else ""

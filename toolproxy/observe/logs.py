@@ -34,7 +34,7 @@ def configure(settings: Settings) -> None:
 def request_fields(record: TransformRecord) -> dict[str, Any]:
     """What the request's line says, in this order."""
     return {"request_id": record.request_id, "client_request_id": record.client_request_id or None,
-            "model": record.model, "route": record.route, "status": record.status,
+            "model": record.model, "client": record.client or None, "route": record.route, "status": record.status,
             "calls": [call.get("name") for call in record.calls], "dialects": record.dialects,
             "upstream_ms": round(record.upstream_ms, 1), "overhead_ms": round(record.overhead_ms, 2),
             "repairs": record.repairs, "issues": record.issues}
