@@ -141,14 +141,18 @@ def test_client_disconnect_closes_the_forced_non_stream_upstream(upstream, gunic
 
 
 def test_health_answers_while_the_upstream_hangs(upstream, gunicorn_proxy):
-    upstream.script = lambda request, wire: time.sleep(1.5)
+    release = threading.Event()
+    upstream.script = lambda request, wire: release.wait(20)
     statuses = []
     hung = threading.Thread(target=lambda: statuses.append(requests.post(
-        f"{gunicorn_proxy.url}/v1/chat/completions", json=make_body(), timeout=10).status_code))
+        f"{gunicorn_proxy.url}/v1/chat/completions", json=make_body(), timeout=30).status_code))
     hung.start()
-    time.sleep(0.2)
-    started = time.monotonic()
-    assert requests.get(f"{gunicorn_proxy.url}/health", timeout=5).status_code == 200
-    assert time.monotonic() - started < 0.3
-    hung.join(10)
+    deadline = time.monotonic() + 20
+    while not upstream.received and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Answered while the completion is still held by the hung upstream: health never waits on it.
+    assert requests.get(f"{gunicorn_proxy.url}/health", timeout=10).status_code == 200
+    assert hung.is_alive() and not statuses
+    release.set()
+    hung.join(30)
     assert statuses == [502], "the upstream closed without answering"
