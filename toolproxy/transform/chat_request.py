@@ -32,11 +32,11 @@ class ChatRequest:
         return messages
 
 
-def parse_chat_request(data: bytes, max_depth: int) -> ChatRequest:
+def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_000) -> ChatRequest:
     if not data.strip():
         raise InvalidRequest("the request body is empty; send a JSON object", code="invalid_json")
     try:
-        body = jsonwire.loads(data, max_depth)
+        body = jsonwire.loads(data, max_depth, max_containers)
     except jsonwire.JsonWireError as error:
         raise InvalidRequest(f"could not parse the request: {error}", code="invalid_json") from None
     if not isinstance(body, dict):
@@ -80,6 +80,23 @@ def _check_messages(messages: Any) -> None:
         if calls is not None and not (isinstance(calls, list) and all(isinstance(call, dict) for call in calls)):
             raise InvalidRequest(f"{where}.tool_calls must be an array of objects", param=f"{where}.tool_calls",
                                  code="invalid_type")
+        _check_typed(message, where, {"tool_call_id": (str,), "name": (str,)})
+        for position, call in enumerate(calls or []):
+            _check_call(call, f"{where}.tool_calls.[{position}]")
+
+
+def _check_call(call: dict[str, Any], where: str) -> None:
+    _check_typed(call, where, {"id": (str,), "type": (str,), "function": (dict,)})
+    _check_typed(call.get("function") or {}, f"{where}.function", {"name": (str,), "arguments": (str, dict)})
+
+
+def _check_typed(value: dict[str, Any], where: str, fields: dict[str, tuple[type, ...]]) -> None:
+    """Optional fields the proxy reads: absent or null, or of the named types (never a 500 further on)."""
+    for name, types in fields.items():
+        field = value.get(name)
+        if field is not None and not isinstance(field, types):
+            kinds = " or ".join("a string" if kind is str else "an object" for kind in types)
+            raise InvalidRequest(f"{where}.{name} must be {kinds}", param=f"{where}.{name}", code="invalid_type")
 
 
 def _check_tool_history(messages: list[dict[str, Any]]) -> None:

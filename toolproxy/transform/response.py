@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex
-from toolproxy.errors import UpstreamBadResponse
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Extraction, Policy, accept, extract
 from toolproxy.wire.cleaning import clean_completion
+from toolproxy.wire.shape import check_completion
 
 _ID_ALPHABET = string.ascii_letters + string.digits
 
@@ -78,18 +78,6 @@ def transform_completion(completion: dict[str, Any], request: ToolRequest,
     outcome = Outcome()
     answer["choices"] = [_transform_choice(choice, request, outcome) for choice in answer["choices"]]
     return answer, outcome
-
-
-def check_completion(completion: dict[str, Any]) -> None:
-    choices = completion.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise UpstreamBadResponse("the upstream's answer has no choices")
-    for choice in choices:
-        if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
-            raise UpstreamBadResponse("a choice in the upstream's answer has no message")
-        content = choice["message"].get("content")
-        if not isinstance(content, (str, type(None))):
-            raise UpstreamBadResponse("a message in the upstream's answer has content that is not text")
 
 
 def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Outcome) -> dict[str, Any]:
