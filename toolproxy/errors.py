@@ -83,3 +83,19 @@ class UpstreamDisconnected(UpstreamError):
 
 class UpstreamStatusError(UpstreamError):
     """The upstream answered with an HTTP error: its status and message are passed on."""
+
+
+class Overloaded(ProxyError):
+    """Every upstream slot is taken and the queue is full or waited too long: come back later."""
+
+    status = 503
+    error_type = "server_error"
+    code = "server_overloaded"
+
+
+class ClientDisconnected(ProxyError):
+    """The client went away before its answer was ready (nginx's 499: nobody reads this answer)."""
+
+    status = 499
+    error_type = "invalid_request_error"
+    code = "client_disconnected"

@@ -104,6 +104,14 @@ class Settings:
     max_json_depth: int = 64
     log_format: str = "text"
     log_level: str = "INFO"
+    max_json_containers: int = 100_000
+    body_timeout: float = 60.0
+    models_timeout: float = 5.0
+    max_in_flight: int = 64
+    queue_size: int = 64
+    queue_timeout: float = 10.0
+    worker_connections: int = 1000
+    debug_routes: bool = False
 
     @property
     def is_demo(self) -> bool:
@@ -164,6 +172,14 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_MAX_JSON_DEPTH", "max_json_depth", "count"),
     ("TOOLPROXY_LOG_FORMAT", "log_format", "log_format"),
     ("TOOLPROXY_LOG_LEVEL", "log_level", "log_level"),
+    ("TOOLPROXY_MAX_JSON_CONTAINERS", "max_json_containers", "count"),
+    ("TOOLPROXY_BODY_TIMEOUT", "body_timeout", "seconds"),
+    ("TOOLPROXY_MODELS_TIMEOUT", "models_timeout", "seconds"),
+    ("TOOLPROXY_MAX_IN_FLIGHT", "max_in_flight", "count"),
+    ("TOOLPROXY_QUEUE_SIZE", "queue_size", "count"),
+    ("TOOLPROXY_QUEUE_TIMEOUT", "queue_timeout", "seconds"),
+    ("TOOLPROXY_WORKER_CONNECTIONS", "worker_connections", "count"),
+    ("TOOLPROXY_DEBUG_ROUTES", "debug_routes", "flag"),
 )
 _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": "text", "tool_mode": "tool_mode",
                "dialect": "dialects", "dialects": "dialects", "unknown_tools": "unknown_tools",

@@ -20,12 +20,12 @@ from toolproxy.routes.responses import answer_chunks, guarded, json_response, ss
 from toolproxy.transform.response import (
     ChunkHeader,
     assistant_completion,
-    check_completion,
     role_chunk,
 )
 from toolproxy.upstream.client import EventStream
 from toolproxy.upstream.relay import FINISHED, HEARTBEAT, Finished, Heartbeat, Relay
 from toolproxy.wire import cleaning, sse
+from toolproxy.wire.shape import check_completion, check_forwardable
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def answer(exchange: Exchange) -> Response:
         return _passthrough_stream(exchange)
     exchange.route = "plain"
     raw = exchange.complete(exchange.upstream_request(stream=False))
-    check_completion(raw)  # forwarded, but only when it is a chat completion: anything else is a 502
+    check_forwardable(check_completion(raw))  # forwarded, but only when it is a chat completion: else a 502
     completion = cleaning.clean_completion(raw, exchange.target.reasoning)
     exchange.raw_texts = [model_text(choice) for choice in completion.get("choices") or []]
     exchange.final = completion

@@ -16,6 +16,7 @@ from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
 from toolproxy.observe.record import TransformRecord, fill_answer
 from toolproxy.routes import repair
+from toolproxy.routes.departure import call_watching
 from toolproxy.transform import request_transform
 from toolproxy.transform.chat_request import ChatRequest
 from toolproxy.transform.response import Outcome, ToolRequest, transform_completion
@@ -48,6 +49,7 @@ class Exchange:
     final: dict[str, Any] | None = None  # the answer as the client got it (non-streaming shape)
     upstream_seconds: float = 0.0
     relay: Relay[dict[str, Any]] | None = None
+    client: Any = None  # the client's socket, watched while nothing is written (departure.py); None: unwatched
 
     def __post_init__(self) -> None:
         self.tools = self.tools or self.request.tools
@@ -55,7 +57,8 @@ class Exchange:
 
     def upstream_request(self, *, stream: bool) -> UpstreamRequest:
         body = request_transform.upstream_body(self.body, self.target, stream=stream)
-        return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key)
+        return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key,
+                               deadline=self.started + self.settings.request_timeout)
 
     def tool_request(self) -> ToolRequest:
         """The tools the answer may call: all, the one tool_choice names, or none."""
@@ -80,7 +83,7 @@ class Exchange:
     def complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
         started = time.monotonic()
         try:
-            return self.upstream.complete(upstream_request)
+            return call_watching(lambda: self.upstream.complete(upstream_request), self.client)
         finally:
             self.upstream_seconds += time.monotonic() - started
 

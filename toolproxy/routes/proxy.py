@@ -14,6 +14,7 @@ from toolproxy.observe.metrics import Metrics
 from toolproxy.observe.record import TransformRecord
 from toolproxy.observe.translog import TransformLog
 from toolproxy.upstream.client import HttpUpstream, Upstream, public_url
+from toolproxy.upstream.gate import Gate
 
 HEALTH_TTL = 10.0
 
@@ -24,6 +25,7 @@ class Proxy:
     http: HttpUpstream
     translog: TransformLog
     metrics: Metrics
+    gate: Gate
     demo: DemoUpstream = field(default_factory=DemoUpstream)
     started: float = field(default_factory=time.time)
     _health: tuple[float, list[dict[str, Any]]] = (0.0, [])
@@ -32,13 +34,15 @@ class Proxy:
     @classmethod
     def from_settings(cls, settings: Settings) -> Proxy:
         http = HttpUpstream(connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
-                            max_bytes=settings.max_upstream_bytes, max_depth=settings.max_json_depth)
+                            max_bytes=settings.max_upstream_bytes, max_depth=settings.max_json_depth,
+                            max_containers=settings.max_json_containers, models_timeout=settings.models_timeout)
         secrets = [*settings.api_keys, *filter(None, [settings.upstream_api_key]),
                    *(str(rule.overrides["upstream_api_key"]) for rule in settings.models
                      if rule.overrides.get("upstream_api_key"))]
         translog = TransformLog(settings.data_dir, max_records=settings.log_records,
                                 max_field_chars=settings.log_field_chars, secrets=secrets)
-        return cls(settings, http, translog, Metrics(), secrets=tuple(secrets))
+        gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout)
+        return cls(settings, http, translog, Metrics(), gate, secrets=tuple(secrets))
 
     def record(self, record: TransformRecord) -> None:
         """A finished request into the shared log, the metrics and its one log line; none ever fails the request."""

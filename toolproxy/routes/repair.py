@@ -4,6 +4,7 @@ this; small local models usually get it right the second time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from toolproxy.transform.prompts import Demand
@@ -30,4 +31,4 @@ def ask_again(request: UpstreamRequest, completion: dict[str, Any], correction: 
     failed = completion["choices"][0]["message"].get("content") or ""
     messages = [*request.body["messages"], {"role": "assistant", "content": failed},
                 {"role": "user", "content": correction}]
-    return UpstreamRequest(request.base_url, {**request.body, "messages": messages}, request.api_key)
+    return replace(request, body={**request.body, "messages": messages})

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -28,7 +30,7 @@ from toolproxy.errors import (
     UpstreamUnavailable,
 )
 from toolproxy.upstream import session
-from toolproxy.wire import jsonwire, sse
+from toolproxy.wire import jsonwire, shape, sse
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ class UpstreamRequest:
     base_url: str
     body: dict[str, Any]
     api_key: str | None = field(default=None, repr=False)
+    deadline: float | None = None  # time.monotonic() by which the whole answer must be in
 
 
 class EventStream(Protocol):
@@ -61,21 +64,25 @@ class Upstream(Protocol):
 
 
 class HttpUpstream:
-    def __init__(self, *, connect_timeout: float, read_timeout: float, max_bytes: int, max_depth: int) -> None:
+    def __init__(self, *, connect_timeout: float, read_timeout: float, max_bytes: int, max_depth: int,
+                 max_containers: int = 100_000, models_timeout: float = 5.0) -> None:
         self._timeout = (connect_timeout, read_timeout)
         self._max_bytes = max_bytes
         self._max_depth = max_depth
+        self._max_containers = max_containers
+        self._models_timeout = models_timeout
         self._session = session.new_session()
         self._proxies = session.Proxies()
 
     def complete(self, request: UpstreamRequest) -> dict[str, Any]:
-        response = self._post(request)
-        try:
-            if "text/event-stream" in response.headers.get("Content-Type", ""):
-                raise UpstreamBadResponse("the upstream answered a non-streaming request with an event stream")
-            return self._decode_object(self._read_body(response))
-        finally:
-            response.close()
+        with _deadline(request.deadline):
+            response = self._post(request)
+            try:
+                if "text/event-stream" in response.headers.get("Content-Type", ""):
+                    raise UpstreamBadResponse("the upstream answered a non-streaming request with an event stream")
+                return shape.check_completion(self._decode_object(self._read_body(response, request.deadline)))
+            finally:
+                response.close()
 
     def stream(self, request: UpstreamRequest) -> EventStream:
         response = self._post(request)
@@ -90,11 +97,14 @@ class HttpUpstream:
         return _HttpEventStream(response, self._max_bytes, request.api_key)
 
     def models(self, base_url: str, api_key: str | None) -> dict[str, Any]:
-        response = self._send("GET", f"{base_url}/models", api_key)
-        try:
-            return self._decode_object(self._read_body(response))
-        finally:
-            response.close()
+        """The model list, within `models_timeout`: a hung upstream must not hang a client's start-up."""
+        deadline = time.monotonic() + self._models_timeout
+        with _deadline(deadline):
+            response = self._send("GET", f"{base_url}/models", api_key, deadline=deadline)
+            try:
+                return self._decode_object(self._read_body(response, deadline))
+            finally:
+                response.close()
 
     def answers(self, base_url: str) -> bool:
         """Whether the upstream answers `/models` within two seconds (for the dashboard, never a request)."""
@@ -107,38 +117,50 @@ class HttpUpstream:
 
     def _post(self, request: UpstreamRequest) -> requests.Response:
         return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
-                          jsonwire.dumps(request.body))
+                          jsonwire.dumps(request.body), request.deadline)
 
-    def _send(self, method: str, url: str, api_key: str | None, data: bytes | None = None) -> requests.Response:
+    def _send(self, method: str, url: str, api_key: str | None, data: bytes | None = None,
+              deadline: float | None = None) -> requests.Response:
         """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
         try:
             response = self._session.request(method, url, data=data, headers=_headers(api_key),
-                                             timeout=self._timeout, stream=True, proxies=self._proxies(url))
+                                             timeout=self._timeouts(deadline), stream=True, proxies=self._proxies(url))
         except requests.RequestException as error:
             raise _translate(error) from None
         if response.status_code >= 400:
             try:
-                raise without_key(_status_error(response.status_code, self._read_body(response), response.headers),
-                                  api_key)
+                raise without_key(_status_error(response.status_code, self._read_body(response, deadline),
+                                                response.headers), api_key)
             finally:
                 response.close()
         return response
 
-    def _read_body(self, response: requests.Response) -> bytes:
-        """The whole body, decompressed, refusing more than the configured size (a gzip bomb included)."""
+    def _timeouts(self, deadline: float | None) -> tuple[float, float]:
+        """No single wait outlasts what is left of the deadline."""
+        connect, read = self._timeout
+        if deadline is None:
+            return connect, read
+        left = max(0.01, deadline - time.monotonic())
+        return min(connect, left), min(read, left)
+
+    def _read_body(self, response: requests.Response, deadline: float | None = None) -> bytes:
+        """The whole body, decompressed, refusing more than the configured size (a gzip bomb included) and, read
+        after read, anything past the deadline (an upstream trickling bytes never trips a read timeout)."""
         body = bytearray()
         try:
             while chunk := response.raw.read1(READ_SIZE, decode_content=True):
                 body += chunk
                 if len(body) > self._max_bytes:
                     raise UpstreamBadResponse(f"the upstream response exceeded {self._max_bytes} bytes")
+                if deadline is not None and time.monotonic() > deadline:
+                    raise _past_deadline()
         except (requests.RequestException, OSError, Urllib3Error) as error:
             raise _translate(error) from None
         return bytes(body)
 
     def _decode_object(self, body: bytes) -> dict[str, Any]:
         try:
-            value = jsonwire.loads(body, self._max_depth)
+            value = jsonwire.loads(body, self._max_depth, self._max_containers)
         except jsonwire.JsonWireError as error:
             raise UpstreamBadResponse(f"the upstream's answer is not usable JSON: {error}") from None
         if not isinstance(value, dict):
@@ -206,7 +228,29 @@ def _decode_chunk(data: str) -> dict[str, Any]:
     if isinstance(chunk.get("error"), (dict, str)):
         # In-band errors after a 200 (vLLM, sglang): pass them on, never end the stream as if all went well.
         raise _error_from_object(chunk, 502)
-    return chunk
+    return shape.check_chunk(chunk)
+
+
+@contextmanager
+def _deadline(deadline: float | None) -> Iterator[None]:
+    """Under gevent, the whole exchange is cut at the deadline wherever it waits (connect, headers, body)."""
+    if deadline is None:
+        yield
+        return
+    timer = gevent.Timeout(max(0.0, deadline - time.monotonic()))
+    timer.start()
+    try:
+        yield
+    except gevent.Timeout as fired:
+        if fired is not timer:
+            raise
+        raise _past_deadline() from None
+    finally:
+        timer.cancel()
+
+
+def _past_deadline() -> UpstreamTimeout:
+    return UpstreamTimeout("the upstream did not answer within the request's time limit")
 
 
 def without_key(error: UpstreamError, api_key: str | None) -> UpstreamError:

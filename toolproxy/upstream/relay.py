@@ -31,13 +31,16 @@ class Finished:
 HEARTBEAT = Heartbeat()
 FINISHED = Finished()
 _END = object()
+# Items produced but not yet written to the client. Bounded, so a client that stops reading stops the pump, and
+# TCP back-pressure stops the upstream: memory per request stays flat whatever the client does.
+QUEUE_ITEMS = 8
 
 
 class Relay(Generic[T]):
     def __init__(self, produce: Callable[[], Iterator[T]], *, deadline_seconds: float) -> None:
         self._deadline = time.monotonic() + deadline_seconds
         self._deadline_seconds = deadline_seconds
-        self._queue = gevent.queue.Queue()
+        self._queue = gevent.queue.Queue(QUEUE_ITEMS)
         self._greenlet = gevent.spawn(self._pump, produce)
         self.waited = 0.0  # seconds spent waiting for the producer: the upstream's share of the time
 
