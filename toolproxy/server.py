@@ -38,11 +38,16 @@ def gunicorn_settings(settings: Settings) -> dict[str, Any]:
     return {
         "bind": [settings.bind],
         "workers": settings.workers,
-        "worker_class": "gevent",
-        "worker_connections": 200,
+        # gevent's worker, with gunicorn's own 400/414/431 answers written as OpenAI error JSON (web/worker.py).
+        "worker_class": "toolproxy.web.worker.Worker",
+        # Idle and slow connections cost a greenlet and a few KiB each, so this is high: 200 slow clients must not
+        # lock out the rest. What reaches the upstream is capped in the app (TOOLPROXY_MAX_IN_FLIGHT).
+        "worker_connections": settings.worker_connections,
         # With gevent, `timeout` is a heartbeat: a worker dies only when something blocks its loop that long.
         "timeout": 30,
         "graceful_timeout": GRACEFUL_TIMEOUT,
+        # Also the deadline for a request's headers: gunicorn reads each request's head under this timeout, so a
+        # client dripping headers is dropped after 15 s. Bodies have their own deadline (TOOLPROXY_BODY_TIMEOUT).
         "keepalive": 15,
         "preload_app": False,
         # toolproxy writes one line per request itself, with what an access line lacks (record id, calls...).

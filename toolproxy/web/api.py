@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app, g, request
 
@@ -15,8 +16,10 @@ from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
 from toolproxy.transform.chat_request import parse_chat_request
+from toolproxy.upstream.gate import Gate
 from toolproxy.version import __version__
 from toolproxy.web import browsers
+from toolproxy.web.body import read_body
 
 bp = Blueprint("api", __name__)
 browsers.install(bp)
@@ -57,11 +60,11 @@ def client_token() -> str | None:
 def chat_completions() -> Response:
     proxy = current_proxy()
     settings = proxy.settings
-    data = request.get_data(cache=False)
+    data = read_body(request.environ, limit=settings.max_body_bytes, timeout=settings.body_timeout)
     record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data),
                         request_id=g.request_id, client_request_id=g.client_request_id)
     try:
-        chat = parse_chat_request(data, settings.max_json_depth)
+        chat = parse_chat_request(data, settings.max_json_depth, settings.max_json_containers)
         target = models.route(settings, chat.model)
     except ProxyError as error:
         record.route, record.status, record.error, record.error_code = "rejected", error.status, error.message, \
@@ -77,16 +80,30 @@ def chat_completions() -> Response:
         proxy.metrics.request_finished()  # when the exchange ends: for a stream, after its last byte
 
     exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=route.vtc,
-                        route_reason=route.reason, record=record, sink=finished)
+                        route_reason=route.reason, record=record, sink=finished,
+                        client=request.environ.get("gunicorn.socket"))
     proxy.metrics.request_started()
     try:
-        return vtc_chat.answer(exchange) if route.vtc else answer(exchange)
+        return within_gate(proxy.gate, lambda: vtc_chat.answer(exchange) if route.vtc else answer(exchange))
     except ProxyError as error:
         exchange.log(error.status, error.message, error.code)
         raise
     except Exception:
         exchange.log(500, "unexpected failure: see the proxy's log")
         raise
+
+
+def within_gate(gate: Gate, respond: Callable[[], Response]) -> Response:
+    """The answer, holding one upstream slot until the response is closed (for a stream, after its last byte,
+    or when the client went away): every WSGI server closes the response, whatever happened."""
+    ticket = gate.enter()
+    try:
+        response = respond()
+    except BaseException:
+        ticket.leave()
+        raise
+    response.call_on_close(ticket.leave)
+    return response
 
 
 @bp.get("/v1/models")

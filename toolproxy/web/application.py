@@ -16,7 +16,7 @@ from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
 from toolproxy.routes.responses import json_response
-from toolproxy.web import api, dashboard, hosts, pages
+from toolproxy.web import api, dashboard, debug, hosts, pages
 
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -40,6 +40,8 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(dashboard.bp)
     dashboard.configure_session(app, settings.api_keys)
     app.register_blueprint(dashboard.metrics_bp)
+    if settings.debug_routes:
+        app.register_blueprint(debug.bp)
     _register_error_handlers(app, settings)
     app.before_request(_assign_request_id)
     app.after_request(_nosniff)

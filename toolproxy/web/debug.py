@@ -1,0 +1,31 @@
+"""`GET /debug/runtime`, for the soak benchmark: the worker's pid and its live greenlets. Registered only with
+`TOOLPROXY_DEBUG_ROUTES=1`, and answers only a client on loopback (everything else gets a 404)."""
+
+from __future__ import annotations
+
+import gc
+import ipaddress
+import os
+
+from flask import Blueprint, Response, request
+from greenlet import greenlet
+
+from toolproxy.errors import NotFound
+from toolproxy.routes.responses import json_response
+
+bp = Blueprint("debug", __name__)
+
+
+@bp.get("/debug/runtime")
+def runtime() -> Response:
+    if not _is_loopback(request.remote_addr or ""):
+        raise NotFound(f"Unknown request URL: GET {request.path}. Please check the URL.")
+    live = sum(1 for item in gc.get_objects() if isinstance(item, greenlet) and not item.dead)
+    return json_response({"pid": os.getpid(), "greenlets": live})
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
