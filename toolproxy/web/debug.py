@@ -1,4 +1,5 @@
-"""`GET /debug/runtime`, for the soak benchmark: the worker's pid and its live greenlets. Registered only with
+"""`GET /debug/runtime`, for the soak benchmark: the worker's pid, its live greenlets (every thread of gevent's
+pool has a hub and a main greenlet of its own), and those spawned for work. Registered only with
 `TOOLPROXY_DEBUG_ROUTES=1`, and answers only a client on loopback (everything else gets a 404)."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ import gc
 import ipaddress
 import os
 
+import gevent
 from flask import Blueprint, Response, request
 from greenlet import greenlet
 
@@ -20,8 +22,9 @@ bp = Blueprint("debug", __name__)
 def runtime() -> Response:
     if not _is_loopback(request.remote_addr or ""):
         raise NotFound(f"Unknown request URL: GET {request.path}. Please check the URL.")
-    live = sum(1 for item in gc.get_objects() if isinstance(item, greenlet) and not item.dead)
-    return json_response({"pid": os.getpid(), "greenlets": live})
+    live = [item for item in gc.get_objects() if isinstance(item, greenlet) and not item.dead]
+    spawned = sum(1 for item in live if isinstance(item, gevent.Greenlet))
+    return json_response({"pid": os.getpid(), "greenlets": len(live), "spawned": spawned})
 
 
 def _is_loopback(address: str) -> bool:
