@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 from tests.conftest import make_body, with_settings
 
@@ -20,3 +21,27 @@ def test_a_body_of_many_tiny_arrays_is_refused_before_decoding(serve, settings, 
     code = "def f(a=[{}]): return [[{}]]\n" * 1000
     assert proxy.post(make_body(code)).status_code == 200
     assert json.loads(upstream.received[0].body)["messages"][-1]["content"] == code
+
+
+def test_connect_timeout_is_504(serve, settings):
+    """A listener that never accepts, its backlog full: further SYNs are dropped, so connecting times out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # Linux queues backlog + 1; the rest wait in SYN retransmission, as the proxy will
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        proxy = serve(with_settings(settings, upstream=f"http://127.0.0.1:{port}/v1", connect_timeout=1))
+        response = proxy.post(make_body())
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["code"] == "upstream_timeout"
+        assert "did not accept the connection" in response.json()["error"]["message"]
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
