@@ -6,11 +6,9 @@ carry the status and OpenAI error object the client should see.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -25,11 +23,13 @@ from toolproxy.errors import (
     UpstreamBadResponse,
     UpstreamDisconnected,
     UpstreamError,
-    UpstreamStatusError,
     UpstreamTimeout,
     UpstreamUnavailable,
 )
 from toolproxy.upstream import session
+from toolproxy.upstream.deadline import capped, enforced
+from toolproxy.upstream.deadline import check as check_deadline
+from toolproxy.upstream.refusals import error_from_object, status_error, without_key
 from toolproxy.wire import jsonwire, shape, sse
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class HttpUpstream:
         self._proxies = session.Proxies()
 
     def complete(self, request: UpstreamRequest) -> dict[str, Any]:
-        with _deadline(request.deadline):
+        with enforced(request.deadline):
             response = self._post(request)
             try:
                 if "text/event-stream" in response.headers.get("Content-Type", ""):
@@ -99,7 +99,7 @@ class HttpUpstream:
     def models(self, base_url: str, api_key: str | None) -> dict[str, Any]:
         """The model list, within `models_timeout`: a hung upstream must not hang a client's start-up."""
         deadline = time.monotonic() + self._models_timeout
-        with _deadline(deadline):
+        with enforced(deadline):
             response = self._send("GET", f"{base_url}/models", api_key, deadline=deadline)
             try:
                 return self._decode_object(self._read_body(response, deadline))
@@ -124,24 +124,17 @@ class HttpUpstream:
         """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
         try:
             response = self._session.request(method, url, data=data, headers=_headers(api_key),
-                                             timeout=self._timeouts(deadline), stream=True, proxies=self._proxies(url))
+                                             timeout=capped(self._timeout, deadline), stream=True,
+                                             proxies=self._proxies(url))
         except requests.RequestException as error:
             raise _translate(error) from None
         if response.status_code >= 400:
             try:
-                raise without_key(_status_error(response.status_code, self._read_body(response, deadline),
+                raise without_key(status_error(response.status_code, self._read_body(response, deadline),
                                                 response.headers), api_key)
             finally:
                 response.close()
         return response
-
-    def _timeouts(self, deadline: float | None) -> tuple[float, float]:
-        """No single wait outlasts what is left of the deadline."""
-        connect, read = self._timeout
-        if deadline is None:
-            return connect, read
-        left = max(0.01, deadline - time.monotonic())
-        return min(connect, left), min(read, left)
 
     def _read_body(self, response: requests.Response, deadline: float | None = None) -> bytes:
         """The whole body, decompressed, refusing more than the configured size (a gzip bomb included) and, read
@@ -152,8 +145,7 @@ class HttpUpstream:
                 body += chunk
                 if len(body) > self._max_bytes:
                     raise UpstreamBadResponse(f"the upstream response exceeded {self._max_bytes} bytes")
-                if deadline is not None and time.monotonic() > deadline:
-                    raise _past_deadline()
+                check_deadline(deadline)
         except (requests.RequestException, OSError, Urllib3Error) as error:
             raise _translate(error) from None
         return bytes(body)
@@ -227,43 +219,8 @@ def _decode_chunk(data: str) -> dict[str, Any]:
         raise UpstreamBadResponse("the upstream sent an event that is not a JSON object")
     if isinstance(chunk.get("error"), (dict, str)):
         # In-band errors after a 200 (vLLM, sglang): pass them on, never end the stream as if all went well.
-        raise _error_from_object(chunk, 502)
+        raise error_from_object(chunk, 502)
     return shape.check_chunk(chunk)
-
-
-@contextmanager
-def _deadline(deadline: float | None) -> Iterator[None]:
-    """Under gevent, the whole exchange is cut at the deadline wherever it waits (connect, headers, body)."""
-    if deadline is None:
-        yield
-        return
-    timer = gevent.Timeout(max(0.0, deadline - time.monotonic()))
-    timer.start()
-    try:
-        yield
-    except gevent.Timeout as fired:
-        if fired is not timer:
-            raise
-        raise _past_deadline() from None
-    finally:
-        timer.cancel()
-
-
-def _past_deadline() -> UpstreamTimeout:
-    return UpstreamTimeout("the upstream did not answer within the request's time limit")
-
-
-def without_key(error: UpstreamError, api_key: str | None) -> UpstreamError:
-    """The error with the key this request sent upstream blanked: a server that echoes the key it refused
-    ("Incorrect API key provided: sk-...") must not hand it to the client, whose key it may not be."""
-    if not api_key or len(api_key) < 4:
-        return error
-    error.message = error.message.replace(api_key, "[redacted]")
-    error.args = (error.message,)
-    error.param = error.param.replace(api_key, "[redacted]") if error.param else error.param
-    error.code = error.code.replace(api_key, "[redacted]") if error.code else error.code
-    error.error_type = error.error_type.replace(api_key, "[redacted]")
-    return error
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
@@ -296,38 +253,6 @@ def _is_connect_failure(error: BaseException) -> bool:
         inner = getattr(seen, "reason", None) or (seen.args[0] if seen.args else None)
         seen = inner if isinstance(inner, BaseException) else None
     return False
-
-
-def _status_error(status: int, body: bytes, headers: Any) -> UpstreamStatusError:
-    passed = {"Retry-After": headers["Retry-After"]} if headers.get("Retry-After") else {}
-    try:
-        parsed = json.loads(body)
-    except (ValueError, RecursionError):
-        parsed = None
-    if isinstance(parsed, dict):
-        error = _error_from_object(parsed, status)
-        error.headers = passed
-        return error
-    snippet = body[:300].decode("utf-8", errors="replace").strip()
-    return UpstreamStatusError(f"the upstream answered HTTP {status}: {snippet}", status=status, headers=passed,
-                               code=f"upstream_http_{status}")
-
-
-def _error_from_object(parsed: dict[str, Any], status: int) -> UpstreamStatusError:
-    """The OpenAI error object inside an upstream body, whichever way the server wrote it."""
-    inner = parsed.get("error", parsed)
-    if isinstance(inner, str):
-        inner = {"message": inner}
-    message = inner.get("message") or parsed.get("detail") or json.dumps(parsed)[:300]
-    code = inner.get("code")
-    return UpstreamStatusError(
-        str(message),
-        status=status,
-        error_type=str(inner.get("type") or "upstream_error"),
-        param=inner.get("param") if isinstance(inner.get("param"), str) else None,
-        # vLLM sends a numeric code, OpenAI a string: always a string here.
-        code=str(code) if code is not None else f"upstream_http_{status}",
-    )
 
 
 def public_url(url: str | None) -> str:
