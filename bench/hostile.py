@@ -3,7 +3,8 @@ validated against model output, the prompt-mode request transform on long conver
 a long tool result. Prints milliseconds and the time ratio per doubling of size (linear: about 2).
 
 Targets: the row-20 schema (`(a+)+$`, 30-character argument) under 100 ms; the transform's ratio per doubling
-under 2.5.
+under 2.5. Also argument repair on a megabyte of adversarial almost-JSON (under 1 s) and client system prompts
+full of heading spam (under 500 ms): their tests no longer time them, since a test must not assert wall-clock time.
 
     .venv/bin/python bench/hostile.py
 """
@@ -17,7 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from toolproxy.clients.prompt import parse_client_tools
 from toolproxy.meaning import schema
+from toolproxy.meaning.json_repair import repair_arguments
 from toolproxy.transform.markup import defuse
 from toolproxy.transform.request_transform import to_prompt_mode
 
@@ -49,6 +52,32 @@ def schemas() -> None:
         print(f"{'schema: ' + label:44} {elapsed:9.3f} ms   {'ok' if elapsed < 100 else 'OVER 100 ms'}")
 
 
+REPAIR_INPUTS = {
+    "unclosed objects": '{"a":[' * 175_000,
+    "quotes": "'" * 1_000_000,
+    "unterminated string": '{"a": "' + "x" * 1_000_000,
+    "trailing comma": '{"a": "' + "x" * 1_000_000 + '",}',
+    "escaped newlines": '{"a": "' + "\\n" * 500_000 + '",}',
+    "escaped single quotes": "{'a': '" + "\\'" * 500_000 + "'}",
+    "backslashes": "{'a': '" + "\\" * 1_000_000,
+    "escaped double quotes": '{"a": "' + '\\"' * 500_000,
+}
+PROMPTS = {
+    "headings with tags": "## t\n<t>\n" * 20_000,
+    "headings with fences": "## t\n```\n" * 20_000,
+    "usage with 60,000 tags": "## t\nUsage:\n<t>" + "<a>" * 60_000 + "</t>",
+}
+
+
+def repairs_and_prompts() -> None:
+    for label, text in REPAIR_INPUTS.items():
+        elapsed = best_ms(lambda text=text: repair_arguments(text))
+        print(f"{'repair: ' + label:44} {elapsed:9.1f} ms   {'ok' if elapsed < 1000 else 'OVER 1000 ms'}")
+    for label, prompt in PROMPTS.items():
+        elapsed = best_ms(lambda prompt=prompt: parse_client_tools(prompt))
+        print(f"{'client prompt: ' + label:44} {elapsed:9.1f} ms   {'ok' if elapsed < 500 else 'OVER 500 ms'}")
+
+
 def conversation(size: int) -> dict:
     """A prompt-mode request whose tool results and user turns add up to `size` characters, markup included."""
     result = ("line of a file with <tool_call> and </tool_response> in it and a < b [TOOL_CALLS] here\n" * 64)
@@ -76,6 +105,7 @@ def doubling(label: str, make: Callable[[int], object], run: Callable[[object], 
 
 def main() -> None:
     schemas()
+    repairs_and_prompts()
     doubling("prompt-mode transform", conversation, lambda body: to_prompt_mode(dict(body), "hermes"))  # type: ignore[arg-type]
     line = "see <tool_call>{} </tool_call> and <|im_start|> or a < b\n"
     doubling("defuse tool result", lambda size: (line * (size // len(line) + 1))[:size],

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -233,23 +232,21 @@ def test_no_tools(prompt: str, problem: str) -> None:
     assert tool_names(prompt) == frozenset()
 
 
-def test_a_200_kb_prompt_is_fast() -> None:
+def test_a_200_kb_prompt_is_read_whole() -> None:
+    """Its time is measured in bench/hostile.py, not here: a test must not assert wall-clock time."""
     filler = "".join(f"## rule_{n}\n- keep: things tidy\n```\ncode =======\n```\n[log] {n}\n" for n in range(2500))
     generated = "".join(f"## tool_{n}\nDescription: Tool {n}.\nParameters:\n- path: (required) A path\nUsage:\n"
                         f"<tool_{n}>\n<path>p</path>\n</tool_{n}>\n\n" for n in range(800))
     prompt = ROO + generated + "\n====\n\nUSER'S CUSTOM INSTRUCTIONS\n\n" + filler
     assert len(prompt) > 200_000
-    started = time.perf_counter()
     parsed = parse_client_tools(prompt)
-    assert time.perf_counter() - started < 0.5
     assert len(parsed.tools) == len(ROO_TOOLS) + 800
 
 
-def test_a_heading_spam_prompt_stays_linear() -> None:
+def test_a_heading_spam_prompt_is_read() -> None:
+    """Linear time is checked in bench/hostile.py; here pytest-timeout still catches a runaway."""
     for prompt in ("## t\n<t>\n" * 20_000, "## t\n```\n" * 20_000, "## t\nUsage:\n<t>" + "<a>" * 60_000 + "</t>"):
-        started = time.perf_counter()
-        parse_client_tools(prompt)
-        assert time.perf_counter() - started < 0.5
+        assert {tool["function"]["name"] for tool in parse_client_tools(prompt).tools} <= {"t"}
 
 
 # --- history ---------------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ alone, and linear time on hostile input."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -124,10 +123,10 @@ def test_depth_limit_applies_to_valid_and_repaired_text():
         '{"a": "' + '\\"' * 500_000,
     ],
 )
-def test_megabyte_of_hostile_input_is_fast(text):
-    started = time.perf_counter()
-    repair_arguments(text)
-    assert time.perf_counter() - started < 1.0
+def test_megabyte_of_hostile_input_is_handled(text):
+    """Its time is measured in bench/hostile.py (a test must not assert wall-clock time); pytest-timeout still
+    catches a runaway."""
+    assert isinstance(repair_arguments(text), RepairResult)
 
 
 json_values = st.recursive(
