@@ -39,7 +39,7 @@ def gunicorn_settings(settings: Settings) -> dict[str, Any]:
         "bind": [settings.bind],
         "workers": settings.workers,
         # gevent's worker, with gunicorn's own 400/414/431 answers written as OpenAI error JSON (web/worker.py).
-        "worker_class": "toolproxy.web.worker.Worker",
+        "worker_class": "toolproxy.web.worker.GeventWorker",
         # Idle and slow connections cost a greenlet and a few KiB each, so this is high: 200 slow clients must not
         # lock out the rest. What reaches the upstream is capped in the app (TOOLPROXY_MAX_IN_FLIGHT).
         "worker_connections": settings.worker_connections,

@@ -12,7 +12,7 @@ import json
 import socket
 
 from gunicorn import util
-from gunicorn.workers.ggevent import GeventWorker
+from gunicorn.workers import ggevent
 
 
 def write_json_error(sock: socket.socket, status: int, reason: str, message: str) -> None:
@@ -28,7 +28,7 @@ def write_json_error(sock: socket.socket, status: int, reason: str, message: str
     util.write_nonblock(sock, head.encode("latin-1") + body)
 
 
-class Worker(GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
+class GeventWorker(ggevent.GeventWorker):  # type: ignore[misc]  # gunicorn ships no type hints
     def init_process(self) -> None:
         # gunicorn's handle_error maps each parse error to its status, then calls util.write_error: replacing
         # that one function, in this worker process only, keeps the mapping and changes only the body.
