@@ -3,7 +3,6 @@ nothing lost, and linear time on adversarial input (a smoke check; bench/parse.p
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -65,6 +64,7 @@ def test_chunking_never_changes_the_result(name, arguments, cuts):
     assert source_of(chunked) == text
 
 
+@pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed
 @pytest.mark.parametrize("name", sorted(DIALECTS))
 def test_adversarial_input_stays_linear(name):
     dialect = DIALECTS[name]
@@ -72,7 +72,5 @@ def test_adversarial_input_stays_linear(name):
     samples = ["<tool_call>" * 20_000, "[" * 200_000, "{" * 200_000, "<tool_a>" * 20_000,
                "<tools>{" + "x" * 1_000_000, '{"name": "tool_a", "arguments": {' + "[" * 100_000]
     for sample in samples:
-        started = time.perf_counter()
         segments = parse(dialect, sample, tools)
-        assert time.perf_counter() - started < 2, f"{name} is slow on {sample[:20]!r}..."
         assert source_of(segments) == sample

