@@ -13,6 +13,7 @@ from tests.test_dashboard import wait_for_records
 from toolproxy.clients import vtc
 from toolproxy.dialects.base import source_of
 from toolproxy.meaning.extraction import scanner
+from toolproxy.meaning.holdback import BoundedScanner
 
 CLINE_PROMPT = """You are Cline, a highly skilled software engineer.
 
@@ -178,7 +179,7 @@ def test_buffer_limit_releases_held_text(upstream, serve, settings):
 
 def test_bounded_scanner_never_holds_more_than_its_limit():
     tools = {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}}}
-    bounded = vtc.BoundedScanner(lambda: scanner(tools), 100)
+    bounded = BoundedScanner(lambda: scanner(tools), 100)
     text = "<read_file><path>" + "y" * 1000
     fed, released = 0, []
     for char in text:

@@ -12,7 +12,7 @@ from typing import Any
 
 from toolproxy.clients.history import native_to_xml
 from toolproxy.clients.prompt import ClientTools, parse_client_tools
-from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex
+from toolproxy.dialects.base import Call, Segment, ToolIndex
 from toolproxy.transform.request_transform import text_of
 
 HEADER = "X-Toolproxy-VTC"
@@ -103,30 +103,3 @@ class XmlWriter:
                 stripped = piece.rstrip("\n")
                 self._trailing = len(piece) - len(stripped) if stripped else self._trailing + len(piece)
         return "".join(pieces)
-
-
-class BoundedScanner:
-    """A scanner that never holds more than `limit` bytes: past it, what it holds is released as text (a call
-    that long is not coming, and the client must not wait for it)."""
-
-    def __init__(self, make: Any, limit: int) -> None:
-        self._make = make
-        self._scanner: Scanner = make()
-        self._limit = limit
-        self._held = 0
-
-    def feed(self, text: str) -> list[Segment]:
-        segments = self._scanner.feed(text)
-        released = sum(len(_source(segment).encode()) for segment in segments)
-        self._held += len(text.encode()) - released
-        if self._held > self._limit:
-            segments += self._scanner.finish()
-            self._scanner, self._held = self._make(), 0
-        return segments
-
-    def finish(self) -> list[Segment]:
-        return self._scanner.finish()
-
-
-def _source(segment: Segment) -> str:
-    return segment.text if isinstance(segment, Text) else segment.source

@@ -49,12 +49,16 @@ class Extraction:
     def content(self) -> str | None:
         """The text around the calls, as the message's content.
 
-        With no call the text is returned untouched. Around calls, each piece is trimmed of the blank lines that
-        separated it from a call; content is None only when nothing but calls remains.
+        With no call the text is returned untouched but for its leading whitespace. Around calls, each piece is
+        trimmed of the blank lines that separated it from a call; content is None only when nothing but calls
+        remains.
         """
         texts = [segment.text for segment in self.segments if isinstance(segment, Text)]
-        if not self.calls:
-            return self.kept_reasoning + "".join(texts)
+        if not self.calls and not self.denied:
+            # Leading whitespace is layout (models write a blank line after `</think>`), and dropping it always
+            # lets a live stream send text before it knows whether a call will follow.
+            text = "".join(texts)
+            return self.kept_reasoning + text if self.kept_reasoning else text.lstrip()
         pieces = [text.strip() for text in (self.kept_reasoning, *texts) if text.strip()]
         return "\n\n".join(pieces) or None
 
@@ -69,17 +73,17 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
     """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy."""
     parts = reasoning.split(text)
     thought = "\n\n".join(piece for piece in (reasoning_field or "", parts.reasoning) if piece.strip())
-    answer = demote_quoted(_scan(parts.answer, tools, dialects))
+    answer = demote_quoted(scan_text(parts.answer, tools, dialects))
     extraction = accept(answer.segments, tools, policy)
     extraction.issues.extend(answer.issues())
     if not extraction.calls and thought:
-        rescued = accept(demote_quoted(_scan(thought, tools, dialects)).segments, tools, policy)
+        rescued = accept(demote_quoted(scan_text(thought, tools, dialects)).segments, tools, policy)
         if rescued.calls:
             extraction.segments.extend(rescued.calls)
             extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
             extraction.failures.extend(rescued.failures)
             thought = "".join(segment.text for segment in rescued.segments if isinstance(segment, Text)).strip()
-    _note_leftover_markup(extraction, tools, answer.quoted)
+    note_leftover_markup(extraction, tools, answer.quoted)
     if policy.reasoning == "move":
         extraction.reasoning = thought or None
     elif policy.reasoning == "keep":
@@ -97,7 +101,7 @@ CALL_MARKERS = ("<tool_call>", "<tools>", "<function=", "<function_calls>", "<in
                 "<|tools_prefix|>", "<function_call>", "<TOOLCALL>", "<toolcall>", "<tool_calls>")
 
 
-def _note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Sequence[Call] = ()) -> None:
+def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Sequence[Call] = ()) -> None:
     text = "".join(segment.text for segment in extraction.segments if isinstance(segment, Text))
     for call in quoted:  # markup the model quoted on purpose is not a failed attempt at a call
         text = text.replace(call.source, "", 1)
@@ -107,7 +111,7 @@ def _note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Sequ
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
 
 
-def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
+def scan_text(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
     scan = scanner(tools, dialects)
     return absorb_fences(merge_text(scan.feed(text) + scan.finish()))
 
@@ -141,7 +145,7 @@ def absorb_fences(segments: list[Segment]) -> list[Segment]:
 def accept(segments: list[Segment], tools: ToolIndex, policy: Policy = Policy()) -> Extraction:
     """Keep the calls the policy allows; the rest become text again, each with an issue."""
     extraction = Extraction([])
-    for group in _groups(segments):
+    for group in groups(segments):
         if isinstance(group, Text):
             extraction.segments.append(group)
             continue
@@ -157,7 +161,7 @@ def accept(segments: list[Segment], tools: ToolIndex, policy: Policy = Policy())
     return extraction
 
 
-def _groups(segments: list[Segment]) -> list[Text | list[Call]]:
+def groups(segments: list[Segment]) -> list[Text | list[Call]]:
     """Texts alone, and calls grouped: a call with an empty source belongs to the call before it."""
     groups: list[Text | list[Call]] = []
     for segment in segments:
@@ -210,7 +214,7 @@ def _arguments_object(call: Call, extraction: Extraction) -> dict[str, Any] | No
         if not arguments.strip():
             return {}
         try:
-            arguments = json.loads(arguments)
+            arguments = _decode_twice(json.loads(arguments), call, extraction)
         except (ValueError, RecursionError):
             repaired = repair_arguments(arguments)
             if repaired.value is None:
@@ -219,3 +223,18 @@ def _arguments_object(call: Call, extraction: Extraction) -> dict[str, Any] | No
             extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} repaired ({fixes})")
             return repaired.value
     return arguments if isinstance(arguments, dict) else None
+
+
+def _decode_twice(value: Any, call: Call, extraction: Extraction) -> Any:
+    """Arguments encoded twice (a JSON string holding the JSON object, sent by some servers' native parsers)
+    are decoded once more when that gives an object."""
+    if not isinstance(value, str):
+        return value
+    try:
+        inner = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    if isinstance(inner, dict):
+        extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} were encoded twice; decoded")
+        return inner
+    return value

@@ -21,6 +21,7 @@ from toolproxy.clients.history import history_to_native
 from toolproxy.clients.prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.meaning.extraction import accept, scanner
+from toolproxy.meaning.holdback import BoundedScanner
 from toolproxy.routes.chat import loop_guard_answer, loop_guard_reason, relay_response
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.responses import whole_answer
@@ -113,7 +114,7 @@ class StreamConverter:
     def _state(self, index: int) -> _Choice:
         if index not in self._choices:
             make = lambda: scanner(self._request.tools, self._request.dialects)  # noqa: E731
-            self._choices[index] = _Choice(vtc.BoundedScanner(make, self._exchange.settings.max_buffer_bytes),
+            self._choices[index] = _Choice(BoundedScanner(make, self._exchange.settings.max_buffer_bytes),
                                            self._writer())
         return self._choices[index]
 
@@ -159,7 +160,7 @@ class StreamConverter:
 class _Choice:
     """What one streamed choice holds: its scanner, its writer, native call deltas, and its text for the log."""
 
-    scanner: vtc.BoundedScanner
+    scanner: BoundedScanner
     writer: vtc.XmlWriter
     native: dict[int, dict[str, str]] = field(default_factory=dict)
     raw: list[str] = field(default_factory=list)

@@ -107,7 +107,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
         message["tool_calls"] = calls
     else:
         message.pop("tool_calls", None)
-    return {**choice, "message": message, "finish_reason": _finish_reason(choice.get("finish_reason"), calls)}
+    return {**choice, "message": message, "finish_reason": finish_reason(choice.get("finish_reason"), calls)}
 
 
 def police(extraction: Extraction, access: AccessPolicy) -> list[Segment]:
@@ -165,7 +165,7 @@ def _limit_calls(calls: list[dict[str, Any]], parallel: bool, outcome: Outcome) 
     return calls[:1]
 
 
-def _finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:
+def finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:
     """`tool_calls` whenever calls are returned (clients drop calls under `stop`); never with none."""
     if calls:
         return "tool_calls"

@@ -1,0 +1,179 @@
+"""What a live stream may hold back, and nothing more: the tail that could still begin a call (the scanners
+decide), inline reasoning markers cut in half, a Markdown fence that a following call would take with it, and
+whitespace whose fate depends on whether a call comes. Shared by the VTC stream and `stream_strategy:
+incremental`; pure, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from toolproxy.dialects.base import Scanner, Segment, Text, partial_suffix
+from toolproxy.meaning.reasoning import MARKERS
+
+
+class BoundedScanner:
+    """A scanner that never holds more than `limit` bytes: past it, what it holds is released as text (a call
+    that long is not coming, and the client must not wait for it)."""
+
+    def __init__(self, make: Callable[[], Scanner], limit: int) -> None:
+        self._make = make
+        self._scanner: Scanner = make()
+        self._limit = limit
+        self._held = 0
+        self.overflowed = False  # the limit was reached once: what was held went out as text
+
+    def feed(self, text: str) -> list[Segment]:
+        segments = self._scanner.feed(text)
+        released = sum(len(source(segment).encode()) for segment in segments)
+        self._held += len(text.encode()) - released
+        if self._held > self._limit:
+            segments += self._scanner.finish()
+            self._scanner, self._held, self.overflowed = self._make(), 0, True
+        return segments
+
+    def finish(self) -> list[Segment]:
+        return self._scanner.finish()
+
+
+def source(segment: Segment) -> str:
+    return segment.text if isinstance(segment, Text) else segment.source
+
+
+class ReasoningStream:
+    """Inline `<think>...</think>` (and the other pairs of reasoning.MARKERS) split off as text arrives: yields
+    (is_reasoning, text) pieces; only a marker cut in half is held. The whole-text split (reasoning.split) also
+    takes text before a closer that was never opened as reasoning; a stream has sent that text already, so it
+    notes `late_closer` instead."""
+
+    def __init__(self) -> None:
+        self._inside: tuple[str, str] | None = None
+        self._seen: set[str] = set()  # closers of pairs met already (a later closer is no longer an orphan)
+        self._held = ""
+        self._blocks: list[list[str]] = []  # each reasoning block's text, for the whole reasoning at the end
+        self.late_closer = False
+
+    def feed(self, text: str) -> list[tuple[bool, str]]:
+        text, self._held = self._held + text, ""
+        pieces: list[tuple[bool, str]] = []
+        position = 0
+        while position < len(text):
+            found = self._next_marker(text, position)
+            if found is None:
+                keep = max(partial_suffix(text[position:], marker) for marker in self._markers())
+                self._add(pieces, text[position : len(text) - keep])
+                self._held = text[len(text) - keep :]
+                break
+            start, marker = found
+            self._add(pieces, text[position:start])
+            self._switch(marker, pieces)
+            position = start + len(marker)
+        return [(kind, piece) for kind, piece in pieces if piece]
+
+    def finish(self) -> list[tuple[bool, str]]:
+        pieces: list[tuple[bool, str]] = []
+        self._add(pieces, self._held)
+        self._held = ""
+        return [(kind, piece) for kind, piece in pieces if piece]
+
+    def thought(self) -> str:
+        """The reasoning as the whole-text split gives it: each block trimmed, blank lines between."""
+        blocks = ("".join(block).strip() for block in self._blocks)
+        return "\n\n".join(block for block in blocks if block)
+
+    def _add(self, pieces: list[tuple[bool, str]], piece: str) -> None:
+        if self._inside is not None:
+            self._blocks[-1].append(piece)
+        pieces.append((self._inside is not None, piece))
+
+    def _markers(self) -> list[str]:
+        if self._inside is not None:
+            return [self._inside[1]]
+        # A closer met after its pair was seen is plain text, as in the whole-text split.
+        return [marker for opener, closer in MARKERS for marker in (opener, closer) if marker not in self._seen]
+
+    def _next_marker(self, text: str, position: int) -> tuple[int, str] | None:
+        found = [(index, marker) for marker in self._markers() if (index := text.find(marker, position)) >= 0]
+        return min(found) if found else None
+
+    def _switch(self, marker: str, pieces: list[tuple[bool, str]]) -> None:
+        if self._inside is not None:  # its closer
+            self._inside = None
+            return
+        pair = next(pair for pair in MARKERS if marker in pair)
+        if marker == pair[0]:
+            self._inside = pair
+            self._blocks.append([])
+        elif pair[1] not in self._seen:
+            # An orphan closer: the text before it was reasoning, but it has gone out as answer already.
+            self.late_closer = True
+            pieces[-1] = (True, pieces[-1][1])
+            self._blocks.append([pieces[-1][1]])
+        self._seen.add(pair[1])
+
+
+# A Markdown fence a call may take with it (extraction.absorb_fences): the opener at the end of the text before
+# the call (within its last 64 characters), the closer at the start of the text after it.
+FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n[ \t]*\Z")
+_FENCE_OPEN_SO_FAR = re.compile(r"```[\w-]*[ \t]*(?:\n[ \t]*)?\Z|`{1,2}\Z")
+FENCE_CLOSE = re.compile(r"[ \t]*\n?[ \t]*```[ \t]*(?:\n|\Z)")
+_FENCE_CLOSE_SO_FAR = re.compile(r"[ \t]*\n?[ \t]*`{0,3}[ \t]*\Z")
+FENCE_WINDOW = 64
+
+
+def fence_tail(text: str) -> int:
+    """How many characters at the end of `text` could still become a fence opener (0: none)."""
+    window = text[-FENCE_WINDOW:]
+    start = window.rfind("```")
+    if start >= 0 and _FENCE_OPEN_SO_FAR.match(window, start):
+        return len(window) - start
+    match = _FENCE_OPEN_SO_FAR.search(window, max(0, len(window) - 2))
+    return len(window) - match.start() if match else 0
+
+
+def fence_close(text: str, final: bool) -> int | None:
+    """The length of the closing fence at the start of `text`; -1 when there is none; None while more text could
+    still decide it (`final`: no more text will come before the next call or the end)."""
+    match = FENCE_CLOSE.match(text)
+    if match is not None and (final or match.group().endswith("\n")):
+        return match.end()
+    if final or not _FENCE_CLOSE_SO_FAR.fullmatch(text):
+        return -1
+    return None
+
+
+class ContentWriter:
+    """Text as it may go out now, so that the whole stream equals `Extraction.content()` of the whole answer:
+    leading whitespace dropped; around calls each piece trimmed and pieces joined by a blank line; without calls
+    the text untouched. Only a run of whitespace is ever held, since only its fate waits on a call."""
+
+    def __init__(self) -> None:
+        self.has_calls = False
+        self._started = False
+        self._pending = ""  # whitespace since the last character sent
+        self._boundary = False  # a call (or a refusal written in its place) since the last character sent
+
+    def text(self, text: str) -> str:
+        core = text.strip()
+        if not core:
+            self._pending += text
+            return ""
+        lead = text[: len(text) - len(text.lstrip())]
+        if not self._started:
+            gap = ""
+        elif self._boundary and self.has_calls:
+            gap = "\n\n"
+        else:
+            gap = self._pending + lead
+        self._started, self._boundary = True, False
+        self._pending = text[len(text.rstrip()) :]
+        return gap + core
+
+    def boundary(self, call: bool) -> None:
+        self._boundary = True
+        self.has_calls = self.has_calls or call
+
+    def finish(self) -> str:
+        pending, self._pending = self._pending, ""
+        return "" if self.has_calls or not self._started else pending
