@@ -60,6 +60,7 @@ class ModelSettings:
     deny_tools: tuple[str, ...] = ()
     deny_arguments: tuple[str, ...] = ()
     vtc_native_bridge: bool = False
+    stream_strategy: str = "buffered"  # or "incremental": live text with tools (routes/incremental.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class Settings:
     deny_tools: tuple[str, ...] = ()
     deny_arguments: tuple[str, ...] = ()
     vtc_native_bridge: bool = False
+    stream_strategy: str = "buffered"
     vtc_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
     vtc_newlines: int = 2
     max_buffer_bytes: int = 64 * 1024
@@ -154,6 +156,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_DENY_TOOLS", "deny_tools", "names"),
     ("TOOLPROXY_DENY_ARGUMENTS", "deny_arguments", "patterns"),
     ("TOOLPROXY_VTC_NATIVE_BRIDGE", "vtc_native_bridge", "flag"),
+    ("TOOLPROXY_STREAM_STRATEGY", "stream_strategy", "stream_strategy"),
     ("TOOLPROXY_VTC_CLIENT_PATTERNS", "vtc_client_patterns", "patterns_or_none"),
     ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "newlines"),
     ("TOOLPROXY_MAX_BUFFER_BYTES", "max_buffer_bytes", "count"),
@@ -186,7 +189,7 @@ _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": 
                "invalid_arguments": "invalid_arguments", "reasoning": "reasoning", "repair_rounds": "rounds",
                "drop_params": "names", "id_style": "id_style", "tool_result_limit": "count",
                "allow_tools": "names", "deny_tools": "names", "deny_arguments": "patterns",
-               "vtc_native_bridge": "flag"}
+               "vtc_native_bridge": "flag", "stream_strategy": "stream_strategy"}
 _RULE_KEYS = ("match", *_RULE_KINDS)
 # Variables that are not settings of their own.
 _OTHER_VARIABLES = ("TOOLPROXY_CONFIG",)

@@ -157,6 +157,7 @@ PARSERS = {
     "log_level": lambda value: _choice("DEBUG", "INFO", "WARNING", "ERROR")(str(value).strip().upper()),
     "names": _parse_names,
     "id_style": _choice("openai", "mistral"),
+    "stream_strategy": _choice("buffered", "incremental"),
     "patterns": _parse_patterns,
     "patterns_or_none": _parse_patterns_or_none,
 }

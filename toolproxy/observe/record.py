@@ -61,6 +61,8 @@ class TransformRecord:
     client_content: str | None = None  # the content alone, for the downloadable test case
     client_request_id: str = ""  # the X-Request-Id the client (or a reverse proxy in front) sent, if any
     denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
+    strategy: str = ""  # a stream with tools: "buffered" or "incremental"
+    first_byte_ms: float | None = None  # a stream: from the request to the first content or call sent
 
     def has_issues(self) -> bool:
         return bool(self.issues) or any(call.get("valid") is False for call in self.calls)

@@ -279,7 +279,7 @@ def _retry_locked(action: Callable[[], None]) -> None:
 
 def _summary(data: dict[str, Any], has_issues: bool) -> dict[str, Any]:
     keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
-            "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker")
+            "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms")
     return {**{key: data[key] for key in keys},
             "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
             "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],

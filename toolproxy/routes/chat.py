@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ def answer(exchange: Exchange) -> Response:
     if reason is not None:
         return loop_guard_answer(exchange, reason)
     if request.tools and request.stream:
-        return _rewrap_stream(exchange)
+        return _tools_stream(exchange)
     if request.tools:
         exchange.route = "tools"
         answer = exchange.complete_tools()
@@ -70,10 +71,23 @@ def loop_guard_answer(exchange: Exchange, reason: str) -> Response:
     return whole_answer(exchange, completion)
 
 
+def _tools_stream(exchange: Exchange) -> Response:
+    """Route 1, by the model's `stream_strategy`; incremental falls back to buffered, saying why, where it could
+    not give the same answer."""
+    from toolproxy.routes import incremental  # it builds on this module's relay_response
+
+    if exchange.target.stream_strategy == "incremental":
+        reason = incremental.fallback_reason(exchange)
+        if reason is None:
+            return incremental.respond(exchange)
+        exchange.notes.append(f"incremental: fell back to buffered: {reason}")
+    return _rewrap_stream(exchange)
+
+
 def _rewrap_stream(exchange: Exchange) -> Response:
     """Route 1. An upstream error that comes back within `commit_after` gets a real HTTP status; after that
     the stream is committed (headers and role chunk) and heartbeats keep it alive until the answer is in."""
-    exchange.route = "tools_stream"
+    exchange.route, exchange.strategy = "tools_stream", "buffered"
     settings, request = exchange.settings, exchange.request
     relay: Relay[dict[str, Any]] = Relay(lambda: iter([exchange.complete_tools()]),
                                          deadline_seconds=settings.request_timeout)
@@ -83,6 +97,7 @@ def _rewrap_stream(exchange: Exchange) -> Response:
         if first is not HEARTBEAT:
             assert isinstance(first, dict)
             chunks = answer_chunks(exchange, first, header, role_sent=False)
+            exchange.first_byte = time.monotonic()
             exchange.log(200)
             return sse_response(iter(chunks))
     except BaseException:
@@ -98,6 +113,7 @@ def _committed(exchange: Exchange, relay: Relay[dict[str, Any]], header: ChunkHe
         while (item := relay.next(exchange.settings.heartbeat_interval)) is HEARTBEAT:
             yield sse.encode_comment("keep-alive")
         assert isinstance(item, dict)
+        exchange.first_byte = time.monotonic()
         yield from answer_chunks(exchange, item, header, role_sent=True)
 
     return guarded(exchange, produce, relay.close)
@@ -121,9 +137,11 @@ def _passthrough_stream(exchange: Exchange) -> Response:
 
 
 def relay_response(exchange: Exchange, stream: EventStream,
-                   convert: Callable[[dict[str, Any]], list[dict[str, Any]]]) -> Response:
+                   convert: Callable[[dict[str, Any]], list[dict[str, Any]]],
+                   finish: Callable[[], list[dict[str, Any]]] = list) -> Response:
     """A streaming upstream relayed event by event as it arrives, each chunk converted on the way, with
-    heartbeats while the upstream is silent; closing the response closes the upstream."""
+    heartbeats while the upstream is silent; `finish` says what goes after the upstream's last event; closing
+    the response closes the upstream."""
     relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
     exchange.relay = relay
 

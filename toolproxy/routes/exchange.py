@@ -50,6 +50,9 @@ class Exchange:
     upstream_seconds: float = 0.0
     relay: Relay[dict[str, Any]] | None = None
     client: Any = None  # the client's socket, watched while nothing is written (departure.py); None: unwatched
+    strategy: str = ""  # how a stream with tools was answered: "buffered" or "incremental"
+    first_byte: float | None = None  # when the first content or call went to the client (time.monotonic())
+    notes: list[str] = field(default_factory=list)  # what the route decided, kept across repair rounds
 
     def __post_init__(self) -> None:
         self.tools = self.tools or self.request.tools
@@ -130,7 +133,7 @@ def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, 
     record.mode = exchange.target.tool_mode + (" vtc" if exchange.vtc else "")
     record.upstream = public_url(exchange.target.upstream)
     record.dialects = sorted(set(outcome.dialects))
-    record.issues = list(outcome.issues)
+    record.issues = [*exchange.notes, *outcome.issues]
     record.actions = [issue for issue in outcome.issues if issue.startswith(("access policy", "Stopped by"))]
     record.repairs = exchange.repairs
     record.denied = list(outcome.denied)
@@ -143,6 +146,9 @@ def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, 
     total = time.monotonic() - exchange.started
     upstream = exchange.upstream_seconds + (exchange.relay.waited if exchange.relay is not None else 0.0)
     record.upstream_ms, record.overhead_ms = upstream * 1000, max(0.0, total - upstream) * 1000
+    record.strategy = exchange.strategy
+    if exchange.first_byte is not None:
+        record.first_byte_ms = (exchange.first_byte - exchange.started) * 1000
     return record
 
 

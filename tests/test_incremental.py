@@ -1,0 +1,254 @@
+"""`stream_strategy: incremental`: the stream equals the buffered answer (golden corpus split at every position
+through the live extraction, and end to end over HTTP), text reaches the client while the upstream is still
+writing, requests it cannot answer exactly fall back to buffered and say why, and the setting parses."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from tests.conftest import make_body, make_tool, with_settings
+from tests.fake_upstream import Received, Wire, completion
+from tests.sse_client import accumulate, read_stream
+from tests.test_dashboard import wait_for_records
+from tests.test_golden import CASES, load
+from toolproxy.config.settings import ConfigError, load_settings
+from toolproxy.meaning.access import AccessPolicy
+from toolproxy.meaning.extraction import Policy
+from toolproxy.transform.live import LiveChoice
+from toolproxy.transform.response import ToolRequest, transform_completion
+
+Result = tuple[str, list[tuple[str, Any]], str]
+READ = make_tool("read", {"path": {"type": "string"}}, ["path"])
+CALL = '<tool_call>{"name": "read", "arguments": {"path": "a.py"}}</tool_call>'
+SPLIT_EVERYWHERE_UP_TO = 1200  # characters; longer cases are fed whole and one character at a time
+
+
+def buffered(text: str, request: ToolRequest, thought: str = "") -> Result:
+    message = {"role": "assistant", "content": text, **({"reasoning_content": thought} if thought else {})}
+    answer, _ = transform_completion({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]},
+                                     request)
+    choice = answer["choices"][0]
+    calls = [(call["function"]["name"], json.loads(call["function"]["arguments"]))
+             for call in choice["message"].get("tool_calls", [])]
+    return choice["message"].get("content") or "", calls, choice["finish_reason"]
+
+
+def live(pieces: list[str], request: ToolRequest, thought: str = "") -> Result:
+    choice = LiveChoice(request, 1 << 20)
+    if thought:
+        choice.feed_reasoning(thought)
+    content, calls = "", []
+    for delta in [*map(choice.feed, pieces), choice.finish()]:
+        content += delta.content
+        calls += [(call.name, call.arguments) for call in delta.calls]
+    return content, calls, "tool_calls" if calls else "stop"
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_golden_case_equal_to_buffered_at_every_split(path: Path):
+    text, _, tools = load(path)
+    request = ToolRequest(tools)
+    want = buffered(text, request)
+    assert live([text], request) == want
+    assert live(list(text), request) == want
+    if len(text) <= SPLIT_EVERYWHERE_UP_TO:
+        for cut in range(1, len(text)):
+            assert live([text[:cut], text[cut:]], request) == want, f"split at {cut}: {text[:cut]!r}"
+
+
+FRAGMENTS = ["Hello", " ", "\n", "\n\n", "```json\n", "```\n", "```", "`", "<think>", "x y", "\t", "```py \n  ",
+             CALL, '<tool_call>{"name": "read", "arguments": {"path": 5}}</tool_call>',
+             '<tool_call>{"name": "read", "arguments": {}}</tool_call>', '<tool_call>{"name": "nope"}</tool_call>',
+             "<function=ls></function>",
+             '<tool_call>{"name": "read", "arguments": "{\\"path\\": \\"q\\"}"}</tool_call>',
+             '{"name": "ls", "arguments": {}}', '[{"name": "ls"}, {"name": "read", "arguments": {"path": "b"}}]',
+             "<tool_call>", "{", "}", "</think>"]
+TOOLS = {"read": READ["function"]["parameters"], "ls": {}}
+REQUESTS = [ToolRequest(TOOLS), ToolRequest(TOOLS, policy=Policy("pass", "text")),
+            ToolRequest(TOOLS, access=AccessPolicy((), ("ls",), ())), ToolRequest(TOOLS, parallel_calls=False),
+            ToolRequest(TOOLS, policy=Policy(reasoning="drop"))]
+
+
+def _orphan_closer(text: str) -> bool:
+    """A `</think>` before any `<think>`: the whole-text split makes the text before it reasoning, which a
+    stream has sent already (the one case incremental cannot match; it is recorded as an issue)."""
+    closer, opener = text.find("</think>"), text.find("<think>")
+    return closer >= 0 and (opener < 0 or closer < opener)
+
+
+@hypothesis_settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=8), st.lists(st.integers(1, 400), max_size=4),
+       st.sampled_from(REQUESTS), st.sampled_from(["", "hmm", 'maybe {"name": "ls", "arguments": {}} then']))
+def test_any_text_any_chunking_any_policy_equal_to_buffered(fragments, cuts, request, thought):
+    text = "".join(fragments)
+    if _orphan_closer(text):
+        return
+    points = sorted({cut % len(text) for cut in cuts} - {0})
+    pieces = [text[start:end] for start, end in zip([0, *points], [*points, len(text)], strict=True)]
+    assert live(pieces, request, thought) == buffered(text, request, thought)
+
+
+def test_orphan_reasoning_closer_is_an_issue():
+    choice = LiveChoice(ToolRequest(TOOLS), 1 << 20)
+    sent = choice.feed("thinking aloud ").content + choice.feed("</think>Answer.").content + choice.finish().content
+    assert sent == "thinking aloud Answer."
+    assert any("reasoning closer without opener" in issue for issue in choice.extraction.issues)
+
+
+# --- end to end over HTTP ---------------------------------------------------------------------------------------
+
+def _stream_script(text: str, size: int = 5, thought: str = "") -> Any:
+    """The upstream: a stream in `size`-character pieces when asked to stream, else the whole completion."""
+    payload = completion(text)
+
+    def answer(request: Received, wire: Wire) -> None:
+        if not request.json().get("stream"):
+            wire.send_json(payload)
+            return
+        head = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1, "model": "upstream-model"}
+        events = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}]
+        events += [{**head, "choices": [{"index": 0, "delta": {"reasoning_content": thought}, "finish_reason": None}]}
+                   ] if thought else []
+        events += [{**head, "choices": [{"index": 0, "delta": {"content": text[i : i + size]}, "finish_reason": None}]}
+                   for i in range(0, len(text), size)]
+        events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        wire.send_events(events)
+
+    return answer
+
+
+def _outcome(events: list[Any]) -> Result:
+    got = accumulate(events)
+    calls = [(call["name"], json.loads(call["arguments"])) for call in got["tool_calls"]]
+    assert all(call["id"] for call in got["tool_calls"])
+    return got["content"], calls, got["finish_reason"][0]
+
+
+@pytest.fixture
+def both(serve, settings):
+    return serve(settings), serve(with_settings(settings, stream_strategy="incremental"))
+
+
+@pytest.mark.parametrize("path", CASES[::3], ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_golden_sample_end_to_end_both_strategies(path: Path, upstream, both):
+    text, expected, _ = load(path)
+    buffered_proxy, incremental_proxy = both
+    upstream.script = _stream_script(text, size=7)
+    body = make_body("do it", expected["tools"], stream=True)
+    want = _outcome(read_stream(buffered_proxy.post(body)))
+    assert upstream.received[-1].json()["stream"] is False
+    assert _outcome(read_stream(incremental_proxy.post(body))) == want
+    assert upstream.received[-1].json()["stream"] is True
+
+
+def test_reasoning_goes_out_as_it_arrives_and_usage_last(upstream, both):
+    _, incremental_proxy = both
+    upstream.script = _stream_script("<think>inline</think>Reading.\n" + CALL, thought="server thought")
+    events = read_stream(incremental_proxy.post(make_body("x", [READ], stream=True,
+                                                          stream_options={"include_usage": True})))
+    reasoning = "".join(choice["delta"].get("reasoning_content") or ""
+                        for event in events[:-1] for choice in event["choices"])
+    assert reasoning == "server thoughtinline"
+    assert _outcome(events) == ("Reading.", [("read", {"path": "a.py"})], "tool_calls")
+    assert events[-2]["choices"][0]["finish_reason"] == "tool_calls" or events[-2]["choices"] == []
+
+
+def test_first_text_reaches_the_client_while_the_upstream_is_blocked(upstream, start_gunicorn):
+    """Causality, not wall clock: the upstream sends one token, then waits until the client has seen it. Under
+    real gunicorn with gevent, as deployed (the in-process test server is not monkey-patched)."""
+    client_saw_first = threading.Event()
+    order: list[str] = []
+    head = {"id": "u", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        event = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(event)}\n\n".encode()
+
+    def script(request: Received, wire: Wire) -> None:
+        if request.path.endswith("/models"):  # the health check
+            wire.send_json({"object": "list", "data": []})
+            return
+        wire.send_head(200, {"Content-Type": "text/event-stream"})
+        wire.send_chunk(chunk({"role": "assistant", "content": "Let me look. "}))
+        order.append("upstream sent first token")
+        order.append("released by the client" if client_saw_first.wait(60) else "never released")
+        wire.send_chunk(chunk({"content": CALL}))
+        wire.send_chunk(chunk({}, "stop") + b"data: [DONE]\n\n")
+        wire.end_chunks()
+
+    upstream.script = script
+    proxy = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, "TOOLPROXY_STREAM_STRATEGY": "incremental",
+                            "TOOLPROXY_READ_TIMEOUT": "90"}).wait_ready()
+    events = []
+    with requests.post(f"{proxy.url}/v1/chat/completions", json=make_body("x", [READ], stream=True), stream=True,
+                       timeout=90) as response:
+        for line in response.iter_lines(chunk_size=1):
+            if not line.startswith(b"data: {"):
+                continue
+            events.append(json.loads(line[len(b"data: "):]))
+            if events[-1]["choices"] and events[-1]["choices"][0]["delta"].get("content") and not order[1:]:
+                order.append(f"client got {events[-1]['choices'][0]['delta']['content']!r}")
+                client_saw_first.set()
+    assert order == ["upstream sent first token", "client got 'Let me look.'", "released by the client"]
+    assert _outcome([*events, "[DONE]"]) == ("Let me look.", [("read", {"path": "a.py"})], "tool_calls")
+
+
+def _record_page(url: str) -> tuple[dict[str, Any], str]:
+    row = wait_for_records(url, 1)[0]
+    return row, requests.get(f"{url}/dashboard/record/{row['id']}", timeout=5).text
+
+
+def test_incremental_record_shows_strategy_and_first_byte(upstream, both):
+    _, incremental_proxy = both
+    upstream.script = _stream_script("Reading.\n" + CALL)
+    read_stream(incremental_proxy.post(make_body("x", [READ], stream=True)))
+    row, page = _record_page(incremental_proxy.url)
+    assert row["strategy"] == "incremental" and row["route"] == "tools_stream" and row["calls"] == ["read"]
+    assert isinstance(row["first_byte_ms"], float) and row["first_byte_ms"] >= 0
+    assert "stream incremental" in page and "first content byte" in page
+
+
+@pytest.mark.parametrize(("changes", "extra", "reason"), [
+    ({"repair_rounds": 1}, {}, "a repair round needs the whole answer"),
+    ({"tool_mode": "prompt"}, {"tool_choice": "required"}, "tool_choice is emulated in prompt mode"),
+    ({"reasoning": "keep"}, {}, "reasoning keep puts the reasoning markup"),
+    ({}, {"tool_choice": "none"}, "tool_choice none"),
+])
+def test_fallback_to_buffered_records_why(changes, extra, reason, upstream, serve, settings):
+    upstream.script = _stream_script("Reading.\n" + CALL)
+    proxy = serve(with_settings(settings, stream_strategy="incremental", **changes))
+    read_stream(proxy.post(make_body("x", [READ], stream=True, **extra)))
+    assert upstream.received[-1].json()["stream"] is False
+    row, page = _record_page(proxy.url)
+    assert row["strategy"] == "buffered"
+    assert f"incremental: fell back to buffered: {reason}" in page
+
+
+def test_upstream_without_finish_chunk_still_finishes(upstream, serve, settings):
+    head = {"id": "u", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    upstream.script = lambda request, wire: wire.send_events(
+        [{**head, "choices": [{"index": 0, "delta": {"content": "Reading.\n" + CALL}, "finish_reason": None}]}])
+    proxy = serve(with_settings(settings, stream_strategy="incremental"))
+    events = read_stream(proxy.post(make_body("x", [READ], stream=True)))
+    assert _outcome(events) == ("Reading.", [("read", {"path": "a.py"})], "tool_calls")
+
+
+def test_setting_from_environment_and_yaml(tmp_path):
+    assert load_settings({}).for_model("m").stream_strategy == "buffered"
+    assert load_settings({"TOOLPROXY_STREAM_STRATEGY": "incremental"}).for_model("m").stream_strategy == "incremental"
+    path = tmp_path / "c.yaml"
+    path.write_text("models:\n  - match: 'qwen*'\n    stream_strategy: incremental\n")
+    loaded = load_settings({"TOOLPROXY_CONFIG": str(path)})
+    assert (loaded.for_model("qwen3").stream_strategy, loaded.for_model("llama").stream_strategy) == (
+        "incremental", "buffered")
+    with pytest.raises(ConfigError, match=r"stream_strategy|STREAM_STRATEGY"):
+        load_settings({"TOOLPROXY_STREAM_STRATEGY": "eager"})

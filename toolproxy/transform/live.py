@@ -1,0 +1,230 @@
+"""`stream_strategy: incremental`: one streamed choice turned into what the client may be sent now, so that the
+whole stream equals the buffered answer (`transform_completion` of the whole text): the same calls, content
+and finish_reason. Text goes out as it arrives; only what holdback.py names is held; a call is sent once it is
+complete and judged. Pure, no I/O: the route feeds it upstream deltas and encodes what comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from toolproxy.dialects.base import Call, Segment, Text
+from toolproxy.meaning.extraction import Extraction, accept, groups, note_leftover_markup, scan_text, scanner
+from toolproxy.meaning.holdback import (
+    FENCE_OPEN,
+    BoundedScanner,
+    ContentWriter,
+    ReasoningStream,
+    fence_close,
+    fence_tail,
+)
+from toolproxy.transform.native_stream import NativeCalls
+from toolproxy.transform.response import ToolRequest, police
+
+
+@dataclass(slots=True)
+class Delta:
+    """What may go to the client now, for one choice."""
+
+    content: str = ""
+    reasoning: str = ""
+    calls: list[Call] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """Text that stands apart from the text around it: the access policy's sentence in place of a call (which
+    separates text as a call does), or native calls refused and given back as text."""
+
+    text: str
+    policy: bool = True
+
+
+@dataclass(slots=True)
+class _Waiting:
+    """A judged call whose text before it ended with a fence opener: the text after it decides whether the call
+    takes the fence with it (extraction.absorb_fences)."""
+
+    segment: Call | _Refusal
+    opener: str
+    after: str = ""
+
+
+class LiveChoice:
+    def __init__(self, request: ToolRequest, limit: int) -> None:
+        self._request = request
+        self._split = ReasoningStream()
+        self._scanner = BoundedScanner(lambda: scanner(request.tools, request.dialects), limit)
+        self._writer, self._thinking = ContentWriter(), ContentWriter()
+        self._tail = ""  # a fence opener in the making
+        self._waiting: _Waiting | None = None
+        self._server_thought: list[str] = []
+        self._texts: list[str] = []  # the answer's text as judged, for the leftover-markup check
+        self._text_calls = 0  # calls accepted from the answer text: with none, reasoning is searched at the end
+        self._dropped = 0
+        self.native = NativeCalls()
+        self.extraction = Extraction([])  # issues and failures so far
+        self.calls: list[Call] = []  # the calls sent, in order
+
+    def feed(self, text: str) -> Delta:
+        out = Delta()
+        for is_reasoning, piece in self._split.feed(text):
+            self._piece(is_reasoning, piece, out)
+        return out
+
+    def feed_reasoning(self, text: str) -> Delta:
+        """The server's own reasoning field: it goes on as it came."""
+        self._server_thought.append(text)
+        return Delta(reasoning=text)
+
+    def finish(self) -> Delta:
+        out = Delta()
+        for is_reasoning, piece in self._split.finish():
+            self._piece(is_reasoning, piece, out)
+        self._segments(self._scanner.finish(), out)
+        if self._waiting is not None:
+            self._resolve(fence_close(self._waiting.after, final=True), out)
+        self._write(self._tail, out)
+        self._tail = ""
+        self._judge_native(out)
+        self._rescue(out)
+        self._note()
+        out.content += self._writer.finish()
+        return out
+
+    def _piece(self, is_reasoning: bool, piece: str, out: Delta) -> None:
+        if not is_reasoning:
+            self._segments(self._scanner.feed(piece), out)
+            return
+        if self._request.policy.reasoning == "move":
+            out.reasoning += self._thinking.text(piece)
+
+    def _segments(self, segments: list[Segment], out: Delta) -> None:
+        for group in groups(segments):
+            if isinstance(group, Text):
+                self._text(group.text, out)
+                continue
+            judged = self._accept(list(group))
+            self._text_calls += len(judged.calls)
+            if len(group) == 1 and judged.calls:
+                self._one_call(judged.calls[0], out)
+            else:
+                self._settle(out)
+                self._emit([policed for segment in judged.segments for policed in (
+                    self._police([segment]) if isinstance(segment, Call) else [segment])], out)
+
+    def _one_call(self, call: Call, out: Delta) -> None:
+        if self._waiting is not None:  # the text since the last call is complete: its fence is decided
+            self._resolve(fence_close(self._waiting.after, final=True), out)
+        segment = self._police([call])[0]
+        if self._tail and FENCE_OPEN.search(self._tail):
+            self._waiting, self._tail = _Waiting(segment, self._tail), ""
+        else:
+            self._write(self._tail, out)
+            self._tail = ""
+            self._emit([segment], out)
+
+    def _settle(self, out: Delta) -> None:
+        """Calls that cannot take a fence: a waiting fence is decided and the held tail goes out as text."""
+        if self._waiting is not None:
+            self._resolve(fence_close(self._waiting.after, final=True), out)
+        self._write(self._tail, out)
+        self._tail = ""
+
+    def _text(self, text: str, out: Delta) -> None:
+        if self._waiting is not None:
+            self._waiting.after += text
+            decided = fence_close(self._waiting.after, final=False)
+            if decided is not None:
+                self._resolve(decided, out)
+            return
+        text = self._tail + text
+        keep = fence_tail(text)
+        self._write(text[: len(text) - keep], out)
+        self._tail = text[len(text) - keep :]
+
+    def _resolve(self, closer: int | None, out: Delta) -> None:
+        waiting, self._waiting = self._waiting, None
+        assert waiting is not None
+        after = waiting.after
+        if closer is not None and closer >= 0:
+            after = after[closer:]
+        else:
+            self._write(waiting.opener, out)
+        self._emit([waiting.segment], out)
+        if after:
+            self._text(after, out)
+
+    def _write(self, text: str, out: Delta) -> None:
+        if text:
+            self._texts.append(text)
+            out.content += self._writer.text(text)
+
+    def _emit(self, segments: Sequence[Segment | _Refusal], out: Delta) -> None:
+        for segment in segments:
+            if isinstance(segment, Text):
+                self._write(segment.text, out)
+            elif isinstance(segment, _Refusal):  # a piece of its own, as in Extraction.content()
+                self._writer.boundary(call=segment.policy)
+                out.content += self._writer.text(segment.text)
+                self._writer.boundary(call=segment.policy)
+            else:
+                self._writer.boundary(call=True)
+                if self._request.parallel_calls or not self.calls:
+                    self.calls.append(segment)
+                    out.calls.append(segment)
+                else:
+                    self._dropped += 1
+
+    def _accept(self, segments: Sequence[Segment]) -> Extraction:
+        judged = accept(list(segments), self._request.tools, self._request.policy)
+        self.extraction.issues += judged.issues
+        self.extraction.failures += judged.failures
+        return judged
+
+    def _police(self, calls: list[Call]) -> list[Call | _Refusal]:
+        """The access policy, as `police` applies it: a refused call becomes the sentence saying why."""
+        policed = Extraction(list(calls))
+        segments = police(policed, self._request.access)
+        self.extraction.issues += policed.issues
+        return [segment if isinstance(segment, Call) else _Refusal(segment.text) for segment in segments]
+
+    def _judge_native(self, out: Delta) -> None:
+        """The server's own calls, judged like text calls; a refused one goes back as text after the rest."""
+        native = self.native.calls()
+        if not native:
+            return
+        self.extraction.issues += [f"native stream: {repair}; normalized" for repair in sorted(self.native.repairs)]
+        judged = self._accept(native)
+        self._emit(self._police(judged.calls), out)
+        texts = [segment.text for segment in judged.segments if isinstance(segment, Text)]
+        if texts:
+            self._emit([_Refusal("".join(texts), policy=False)], out)
+
+    def _rescue(self, out: Delta) -> None:
+        """No call in the answer: a call written only inside the reasoning is made, as extract() does."""
+        if self._text_calls or self.native.calls():
+            return
+        thought = "\n\n".join(piece for piece in ("".join(self._server_thought), self._split.thought())
+                              if piece.strip())
+        if not thought:
+            return
+        rescued = accept(scan_text(thought, self._request.tools, self._request.dialects), self._request.tools,
+                         self._request.policy)
+        if rescued.calls:
+            self.extraction.issues += [*rescued.issues, "reasoning: call found only inside reasoning was rescued"]
+            self.extraction.failures += rescued.failures
+            self._emit(self._police(rescued.calls), out)
+
+    def _note(self) -> None:
+        leftover = Extraction([Text("".join(self._texts))])
+        note_leftover_markup(leftover, self._request.tools)
+        self.extraction.issues += leftover.issues
+        self.extraction.failures += leftover.failures
+        if self._dropped:
+            self.extraction.issues.append(f"parallel_tool_calls is false: {self._dropped} further call(s) dropped")
+        if self._scanner.overflowed:
+            self.extraction.issues.append("incremental: held text passed the hold-back limit and went out as text")
+        if self._split.late_closer:
+            self.extraction.issues.append("incremental: a reasoning closer without opener came after text was sent")
