@@ -6,8 +6,8 @@
   if (!table) { return; }
   const body = table.querySelector("tbody");
   let latest = Number(table.dataset.latest || 0);
-  const columns = ["id", "time", "model", "client", "route", "status", "calls", "dialects", "issue_count",
-                   "overhead_ms", "upstream_ms"];
+  const columns = ["id", "time", "model", "client", "route", "strategy", "status", "calls", "dialects",
+                   "issue_count", "overhead_ms", "upstream_ms", "first_byte_ms"];
 
   function cell(row, name) {
     const td = document.createElement("td");
