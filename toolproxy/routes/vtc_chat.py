@@ -25,6 +25,7 @@ from toolproxy.meaning.holdback import BoundedScanner
 from toolproxy.routes.chat import loop_guard_answer, loop_guard_reason, relay_response
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.responses import whole_answer
+from toolproxy.transform.native_stream import NativeCalls
 from toolproxy.transform.response import police
 from toolproxy.wire import cleaning
 
@@ -122,8 +123,9 @@ class StreamConverter:
         state = self._state(int(choice.get("index") or 0))
         delta = dict(choice.get("delta") or {})
         text = delta.pop("content", None) or ""
-        for call in delta.pop("tool_calls", None) or []:
-            state.collect(call)
+        native = delta.pop("tool_calls", None)
+        if native is not None:
+            state.native.add(native)
         content = state.writer.write(self._judge(state.scanner.feed(text))) if text else ""
         finish = choice.get("finish_reason")
         out = []
@@ -162,21 +164,13 @@ class _Choice:
 
     scanner: BoundedScanner
     writer: vtc.XmlWriter
-    native: dict[int, dict[str, str]] = field(default_factory=dict)
+    native: NativeCalls = field(default_factory=NativeCalls)  # repaired as for any native stream
     raw: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
 
-    def collect(self, call: dict[str, Any]) -> None:
-        slot = self.native.setdefault(int(call.get("index") or 0), {"name": "", "arguments": ""})
-        function = call.get("function") or {}
-        slot["name"] += function.get("name") or ""
-        slot["arguments"] += function.get("arguments") or ""
-
     def native_calls(self) -> list[Segment]:
-        calls: list[Segment] = [Call(slot["name"], slot["arguments"], f'{{"name": "{slot["name"]}", "arguments": '
-                                     f'{slot["arguments"] or "{}"}}}', "native")
-                                for _, slot in sorted(self.native.items())]
-        self.native.clear()
+        calls: list[Segment] = list(self.native.calls())
+        self.native = NativeCalls()
         return calls
 
 
