@@ -53,16 +53,20 @@ def live(pieces: list[str], request: ToolRequest, thought: str = "") -> Result:
     return content, calls, "tool_calls" if calls else "stop"
 
 
-@pytest.mark.parametrize("path", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
+# Every dialect's golden cases and the real-world corpus (its cases may carry the server's reasoning field).
+CORPUS = [*CASES, *sorted((Path(__file__).parent / "golden" / "realworld").glob("*.json"))]
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_golden_case_equal_to_buffered_at_every_split(path: Path):
-    text, _, tools = load(path)
-    request = ToolRequest(tools)
-    want = buffered(text, request)
-    assert live([text], request) == want
-    assert live(list(text), request) == want
+    text, expected, tools = load(path)
+    request, thought = ToolRequest(tools), expected.get("reasoning_field") or ""
+    want = buffered(text, request, thought)
+    assert live([text], request, thought) == want
+    assert live(list(text), request, thought) == want
     if len(text) <= SPLIT_EVERYWHERE_UP_TO:
         for cut in range(1, len(text)):
-            assert live([text[:cut], text[cut:]], request) == want, f"split at {cut}: {text[:cut]!r}"
+            assert live([text[:cut], text[cut:]], request, thought) == want, f"split at {cut}: {text[:cut]!r}"
 
 
 FRAGMENTS = ["Hello", " ", "\n", "\n\n", "```json\n", "```\n", "```", "`", "<think>", "x y", "\t", "```py \n  ",
@@ -138,7 +142,7 @@ def both(serve, settings):
     return serve(settings), serve(with_settings(settings, stream_strategy="incremental"))
 
 
-@pytest.mark.parametrize("path", CASES[::3], ids=lambda path: f"{path.parent.name}/{path.stem}")
+@pytest.mark.parametrize("path", CORPUS[::3], ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_golden_sample_end_to_end_both_strategies(path: Path, upstream, both):
     text, expected, _ = load(path)
     buffered_proxy, incremental_proxy = both
@@ -240,6 +244,14 @@ def test_upstream_without_finish_chunk_still_finishes(upstream, serve, settings)
     proxy = serve(with_settings(settings, stream_strategy="incremental"))
     events = read_stream(proxy.post(make_body("x", [READ], stream=True)))
     assert _outcome(events) == ("Reading.", [("read", {"path": "a.py"})], "tool_calls")
+
+
+def test_upstream_error_before_the_stream_keeps_its_status(upstream, serve, settings):
+    upstream.script = lambda request, wire: wire.send_json({"error": {"message": "model is loading"}}, status=503)
+    proxy = serve(with_settings(settings, stream_strategy="incremental"))
+    response = proxy.post(make_body("x", [READ], stream=True))
+    assert response.status_code == 503
+    assert set(response.json()["error"]) == {"message", "type", "param", "code"}
 
 
 def test_setting_from_environment_and_yaml(tmp_path):

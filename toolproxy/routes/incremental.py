@@ -155,7 +155,9 @@ class LiveConverter:
                                 "source": call.source, "dialect": call.dialect} for call in live.calls)
         if index != min(self._choices):
             return
-        self._exchange.raw_texts = ["".join(state.raw)]
+        native = [{"name": call.name, "arguments": call.arguments} for call in live.native.calls()]
+        self._exchange.raw_texts = ["".join(state.raw) + (f"\n\n[native tool_calls] {json.dumps(native)}"
+                                                          if native else "")]
         message: dict[str, Any] = {"content": "".join(state.sent) or None}
         if state.calls:
             message["tool_calls"] = [{key: value for key, value in call.items() if key != "index"}
