@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import make_body, make_tool, with_settings
 from tests.fake_upstream import Received, Wire, completion
-from tests.sse_client import accumulate, read_stream
+from tests.sse_client import accumulate, parse_stream, read_stream
 from tests.test_dashboard import wait_for_records
 from tests.test_golden import CASES, load
 from toolproxy.config.settings import ConfigError, load_settings
@@ -244,6 +244,21 @@ def test_upstream_without_finish_chunk_still_finishes(upstream, serve, settings)
     proxy = serve(with_settings(settings, stream_strategy="incremental"))
     events = read_stream(proxy.post(make_body("x", [READ], stream=True)))
     assert _outcome(events) == ("Reading.", [("read", {"path": "a.py"})], "tool_calls")
+
+
+def test_keep_alive_while_a_long_call_is_held(upstream, serve, settings):
+    """The upstream keeps writing one call for longer than the heartbeat interval: nothing of it can go out
+    yet, so keep-alive comments do (the upstream's pace only ever makes the wait longer, never shorter)."""
+    head = {"id": "u", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    pieces = [CALL[i : i + 4] for i in range(0, len(CALL), 4)]
+    events = [{**head, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+              for piece in pieces] + [{**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+    upstream.script = lambda request, wire: wire.send_events(events, delay=0.4 / len(pieces))
+    proxy = serve(with_settings(settings, stream_strategy="incremental", heartbeat_interval=0.1))
+    response = proxy.post(make_body("x", [READ], stream=True))
+    events, heartbeats = parse_stream(response.content)
+    assert heartbeats >= 1
+    assert _outcome(events) == ("", [("read", {"path": "a.py"})], "tool_calls")
 
 
 def test_upstream_error_before_the_stream_keeps_its_status(upstream, serve, settings):

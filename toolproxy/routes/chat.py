@@ -146,6 +146,7 @@ def relay_response(exchange: Exchange, stream: EventStream,
     exchange.relay = relay
 
     def produce() -> Iterator[bytes]:
+        said = time.monotonic()  # when the client last heard something
         while True:
             item = relay.next(exchange.settings.heartbeat_interval)
             if item is HEARTBEAT:
