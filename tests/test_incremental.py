@@ -20,7 +20,7 @@ from tests.fake_upstream import Received, Wire, completion
 from tests.sse_client import accumulate, parse_stream, read_stream
 from tests.test_dashboard import wait_for_records
 from tests.test_golden import CASES, load
-from toolproxy.config.settings import ConfigError, load_settings
+from toolproxy.config.settings import ConfigError, Settings, load_settings
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
 from toolproxy.transform.live import LiveChoice
@@ -259,6 +259,21 @@ def test_keep_alive_while_a_long_call_is_held(upstream, serve, settings):
     events, heartbeats = parse_stream(response.content)
     assert heartbeats >= 1
     assert _outcome(events) == ("", [("read", {"path": "a.py"})], "tool_calls")
+
+
+def test_prompt_mode_streams_too(upstream, serve, settings):
+    upstream.script = _stream_script("Reading.\n" + CALL)
+    proxy = serve(with_settings(settings, stream_strategy="incremental", tool_mode="prompt"))
+    events = read_stream(proxy.post(make_body("x", [READ], stream=True)))
+    sent = upstream.received[-1].json()
+    assert sent["stream"] is True and "tools" not in sent
+    assert _outcome(events) == ("Reading.", [("read", {"path": "a.py"})], "tool_calls")
+
+
+def test_demo_model_streams_incrementally(serve, tmp_path):
+    proxy = serve(Settings(stream_strategy="incremental", data_dir=str(tmp_path)))
+    events = read_stream(proxy.post(make_body("hello", [READ], stream=True)))
+    assert accumulate(events)["finish_reason"] in (["stop"], ["tool_calls"])
 
 
 def test_upstream_error_before_the_stream_keeps_its_status(upstream, serve, settings):
