@@ -10,21 +10,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from flask import Response
 
 from toolproxy.meaning import loopguard
+from toolproxy.routes import incremental
 from toolproxy.routes.exchange import Exchange, model_text
-from toolproxy.routes.responses import answer_chunks, guarded, json_response, sse_response, whole_answer
+from toolproxy.routes.responses import (
+    answer_chunks,
+    guarded,
+    json_response,
+    relay_response,
+    sse_response,
+    whole_answer,
+)
 from toolproxy.transform.response import (
     ChunkHeader,
     assistant_completion,
     role_chunk,
 )
-from toolproxy.upstream.client import EventStream
-from toolproxy.upstream.relay import FINISHED, HEARTBEAT, Finished, Heartbeat, Relay
+from toolproxy.upstream.relay import HEARTBEAT, Relay
 from toolproxy.wire import cleaning, sse
 from toolproxy.wire.shape import check_completion, check_forwardable
 
@@ -74,8 +81,6 @@ def loop_guard_answer(exchange: Exchange, reason: str) -> Response:
 def _tools_stream(exchange: Exchange) -> Response:
     """Route 1, by the model's `stream_strategy`; incremental falls back to buffered, saying why, where it could
     not give the same answer."""
-    from toolproxy.routes import incremental  # it builds on this module's relay_response
-
     if exchange.target.stream_strategy == "incremental":
         reason = incremental.fallback_reason(exchange)
         if reason is None:
@@ -134,62 +139,6 @@ def _passthrough_stream(exchange: Exchange) -> Response:
         return [chunk]
 
     return relay_response(exchange, stream, convert)
-
-
-def relay_response(exchange: Exchange, stream: EventStream,
-                   convert: Callable[[dict[str, Any]], list[dict[str, Any]]],
-                   finish: Callable[[], list[dict[str, Any]]] = list) -> Response:
-    """A streaming upstream relayed event by event as it arrives, each chunk converted on the way, with
-    heartbeats while the upstream is silent; `finish` says what goes after the upstream's last event; closing
-    the response closes the upstream."""
-    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
-    exchange.relay = relay
-
-    def produce() -> Iterator[bytes]:
-        said = time.monotonic()  # when the client last heard something
-        while True:
-            item = relay.next(exchange.settings.heartbeat_interval)
-            if item is HEARTBEAT:
-                yield sse.encode_comment("keep-alive")
-                continue
-            data, end = _ready_events(relay, item, convert)
-            if data:
-                yield data
-            if isinstance(end, BaseException):
-                raise end
-            if end is FINISHED:
-                return
-
-    def close() -> None:
-        relay.close()
-        stream.close()
-
-    return sse_response(guarded(exchange, produce, close))
-
-
-Convert = Callable[[dict[str, Any]], list[dict[str, Any]]]
-
-
-def _ready_events(relay: Relay[dict[str, Any]], item: dict[str, Any] | Heartbeat | Finished,
-                  convert: Convert) -> tuple[bytes, Finished | Exception | None]:
-    """`item` and every event the relay already holds, converted and encoded as one write, with how the run
-    ended: FINISHED (`[DONE]` is in the write), an error to raise once the write is out, or None.
-
-    Nothing waits for more: events that arrived together leave together (one send instead of one per event,
-    the largest cost of a fast stream), and an event that arrives alone leaves alone, at once."""
-    pieces: list[bytes] = []
-    try:
-        while True:
-            if isinstance(item, Finished):
-                pieces.append(sse.DONE)
-                return b"".join(pieces), FINISHED
-            if isinstance(item, dict):
-                pieces.extend(map(sse.encode_event, convert(item)))
-            if not relay.has_ready():
-                return b"".join(pieces), None
-            item = relay.next(0)
-    except Exception as error:  # handed on after the events before it are out, as when each went alone
-        return b"".join(pieces), error
 
 
 class StreamText:

@@ -11,8 +11,8 @@ from typing import Any
 
 from flask import Response
 
-from toolproxy.routes.chat import relay_response
 from toolproxy.routes.exchange import Exchange
+from toolproxy.routes.responses import relay_response
 from toolproxy.transform import request_transform
 from toolproxy.transform.live import Delta, LiveChoice
 from toolproxy.transform.response import ToolRequest, finish_reason, new_call_id

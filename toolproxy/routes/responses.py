@@ -1,9 +1,10 @@
-"""How a chat route answers: a JSON body, an SSE stream, a finished answer replayed as a stream, and the guard
-around every committed stream."""
+"""How a chat route answers: a JSON body, an SSE stream, a finished answer replayed as a stream, a streaming
+upstream relayed chunk by chunk, and the guard around every committed stream."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,6 +13,8 @@ from flask import Response
 from toolproxy.errors import ProxyError
 from toolproxy.routes.exchange import Exchange
 from toolproxy.transform.response import ChunkHeader, completion_chunks
+from toolproxy.upstream.client import EventStream
+from toolproxy.upstream.relay import FINISHED, HEARTBEAT, Finished, Heartbeat, Relay
 from toolproxy.wire import jsonwire, sse
 
 logger = logging.getLogger("toolproxy.routes.chat")
@@ -30,6 +33,81 @@ def answer_chunks(exchange: Exchange, answer: dict[str, Any], header: ChunkHeade
                    role_sent: bool) -> list[bytes]:
     chunks = completion_chunks(answer, header, include_usage=exchange.request.include_usage, role_sent=role_sent)
     return [*map(sse.encode_event, chunks), sse.DONE]
+
+
+def relay_response(exchange: Exchange, stream: EventStream,
+                   convert: Callable[[dict[str, Any]], list[dict[str, Any]]],
+                   finish: Callable[[], list[dict[str, Any]]] = list) -> Response:
+    """A streaming upstream relayed event by event as it arrives, each chunk converted on the way, with
+    heartbeats while the upstream is silent (or talks while nothing can go out yet: a long call held whole);
+    `finish` says what goes after the upstream's last event; closing the response closes the upstream."""
+    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
+    exchange.relay = relay
+
+    def produce() -> Iterator[bytes]:
+        said = time.monotonic()  # when the client last heard something
+        while True:
+            item = relay.next(exchange.settings.heartbeat_interval)
+            if item is HEARTBEAT:
+                yield sse.encode_comment("keep-alive")
+                said = time.monotonic()
+                continue
+            data, end = _ready_events(exchange, relay, item, convert, finish)
+            if data:
+                yield data
+                said = time.monotonic()
+            elif time.monotonic() - said >= exchange.settings.heartbeat_interval:
+                yield sse.encode_comment("keep-alive")
+                said = time.monotonic()
+            if isinstance(end, BaseException):
+                raise end
+            if end is FINISHED:
+                return
+
+    def close() -> None:
+        relay.close()
+        stream.close()
+
+    return sse_response(guarded(exchange, produce, close))
+
+
+Convert = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _ready_events(exchange: Exchange, relay: Relay[dict[str, Any]], item: dict[str, Any] | Heartbeat | Finished,
+                  convert: Convert, finish: Callable[[], list[dict[str, Any]]]
+                  ) -> tuple[bytes, Finished | Exception | None]:
+    """`item` and every event the relay already holds, converted and encoded as one write, with how the run
+    ended: FINISHED (`[DONE]` is in the write), an error to raise once the write is out, or None.
+
+    Nothing waits for more: events that arrived together leave together (one send instead of one per event,
+    the largest cost of a fast stream), and an event that arrives alone leaves alone, at once."""
+    pieces: list[bytes] = []
+    try:
+        while True:
+            if isinstance(item, Finished):
+                pieces.extend(_events(exchange, finish()))
+                pieces.append(sse.DONE)
+                return b"".join(pieces), FINISHED
+            if isinstance(item, dict):
+                pieces.extend(_events(exchange, convert(item)))
+            if not relay.has_ready():
+                return b"".join(pieces), None
+            item = relay.next(0)
+    except Exception as error:  # handed on after the events before it are out, as when each went alone
+        return b"".join(pieces), error
+
+
+def _events(exchange: Exchange, chunks: list[dict[str, Any]]) -> Iterator[bytes]:
+    """Chunks as SSE events, noting when the first content (or call) goes out."""
+    if exchange.first_byte is None and any(_carries_content(chunk) for chunk in chunks):
+        exchange.first_byte = time.monotonic()
+    return map(sse.encode_event, chunks)
+
+
+def _carries_content(chunk: dict[str, Any]) -> bool:
+    return any((choice.get("delta") or {}).get("content") or (choice.get("delta") or {}).get("tool_calls")
+               for choice in chunk.get("choices") or [] if isinstance(choice, dict))
 
 
 def guarded(exchange: Exchange, produce: Callable[[], Iterator[bytes]],

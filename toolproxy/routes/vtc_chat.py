@@ -22,9 +22,9 @@ from toolproxy.clients.prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.meaning.extraction import accept, scanner
 from toolproxy.meaning.holdback import BoundedScanner
-from toolproxy.routes.chat import loop_guard_answer, loop_guard_reason, relay_response
+from toolproxy.routes.chat import loop_guard_answer, loop_guard_reason
 from toolproxy.routes.exchange import Exchange
-from toolproxy.routes.responses import whole_answer
+from toolproxy.routes.responses import relay_response, whole_answer
 from toolproxy.transform.native_stream import NativeCalls
 from toolproxy.transform.response import police
 from toolproxy.wire import cleaning
