@@ -87,8 +87,10 @@ def throughput(url: str, total: int) -> float:
 
 def main(rounds: int) -> None:
     upstream = FakeUpstream().start()
-    servers = {strategy: Gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, "TOOLPROXY_STREAM_STRATEGY": strategy})
-               for strategy in ("buffered", "incremental")}
+    # Dialects on automatic (every one in play), then incremental with the model's dialect pinned.
+    settings = {"buffered": {}, "incremental": {"TOOLPROXY_STREAM_STRATEGY": "incremental"},
+                "incremental, hermes": {"TOOLPROXY_STREAM_STRATEGY": "incremental", "TOOLPROXY_DIALECTS": "hermes"}}
+    servers = {name: Gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, **env}) for name, env in settings.items()}
     try:
         for server in servers.values():
             server.wait_ready()
@@ -99,13 +101,13 @@ def main(rounds: int) -> None:
         with requests.Session() as session:
             for label, url in targets.items():
                 times = [first_byte(session, url) for _ in range(rounds)]
-                print(f"   {label:24} {statistics.median(times):8.1f}   (min {min(times):.1f}, max {max(times):.1f})")
+                print(f"   {label:30} {statistics.median(times):8.1f}   (min {min(times):.1f}, max {max(times):.1f})")
         upstream.script = script(0.0)
         total = rounds * 20
         print(f"2. requests per second, {total} streamed requests with tools, {CONCURRENCY} at a time, "
               "upstream instant")
         for label, url in targets.items():
-            print(f"   {label:24} {throughput(url, total):8.1f}")
+            print(f"   {label:30} {throughput(url, total):8.1f}")
     finally:
         for server in servers.values():
             server.close()
