@@ -10,10 +10,13 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import make_body, make_tool, with_settings
 from tests.fake_upstream import Received, Wire
 from tests.sse_client import accumulate, read_stream
+from toolproxy.transform.native_stream import NativeCalls
 
 READ = make_tool("read", {"path": {"type": "string"}, "limit": {"type": "integer"}}, ["path"])
 HEAD = {"id": "chatcmpl-up", "object": "chat.completion.chunk", "created": 1, "model": "upstream-model"}
@@ -144,3 +147,21 @@ def _is_object(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except ValueError:
         return False
+
+
+@given(st.lists(st.integers(1, 60), max_size=6), st.booleans(), st.booleans(), st.integers(0, 2))
+def test_native_deltas_any_split_any_shape_same_calls(cuts, with_index, repeat_name, first_index):
+    """However a server cuts the arguments and whatever it repeats or leaves out, the calls come out the same."""
+    texts = ['{"path": "a.py", "limit": 20}', '{"path": "b \\"quoted\\".py"}']
+    collected = NativeCalls()
+    for number, text in enumerate(texts):
+        points = sorted({cut % len(text) for cut in cuts} - {0})
+        pieces = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+        for position, piece in enumerate(pieces):
+            function = {"arguments": piece, **({"name": "read"} if position == 0 or repeat_name else {})}
+            delta: dict[str, Any] = {"function": function, **({"id": f"c{number}"} if position == 0 else {})}
+            if with_index:
+                delta["index"] = first_index + number
+            collected.add([delta])
+    assert [(call.name, json.loads(call.arguments)) for call in collected.calls()] == [
+        ("read", json.loads(text)) for text in texts]
