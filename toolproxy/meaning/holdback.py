@@ -143,6 +143,15 @@ def fence_close(text: str, final: bool) -> int | None:
     return None
 
 
+def quoted_after(text: str, final: bool) -> bool | None:
+    """Whether the text after a call (whose own line before it holds text) puts text on the call's line, which
+    makes the call a quote (lookalike.demote_quoted); None while more text could still decide it."""
+    end = text.find("\n")
+    if (text if end < 0 else text[:end]).strip():
+        return True
+    return False if end >= 0 or final else None
+
+
 class ContentWriter:
     """Text as it may go out now, so that the whole stream equals `Extraction.content()` of the whole answer:
     leading whitespace dropped; around calls each piece trimmed and pieces joined by a blank line; without calls

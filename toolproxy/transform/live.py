@@ -18,7 +18,9 @@ from toolproxy.meaning.holdback import (
     ReasoningStream,
     fence_close,
     fence_tail,
+    quoted_after,
 )
+from toolproxy.meaning.lookalike import demote_quoted
 from toolproxy.transform.native_stream import NativeCalls
 from toolproxy.transform.response import ToolRequest, police
 
@@ -43,11 +45,13 @@ class _Refusal:
 
 @dataclass(slots=True)
 class _Waiting:
-    """A judged call whose text before it ended with a fence opener: the text after it decides whether the call
-    takes the fence with it (extraction.absorb_fences)."""
+    """A call whose fate waits on the text after it: whether it takes the fence opener before it along
+    (extraction.absorb_fences; `judged` is then already set), or whether text on its own line makes it a quote
+    (lookalike.demote_quoted; judged once it is not)."""
 
-    segment: Call | _Refusal
-    opener: str
+    call: Call
+    judged: Call | _Refusal | None = None
+    opener: str = ""
     after: str = ""
 
 
@@ -59,6 +63,9 @@ class LiveChoice:
         self._writer, self._thinking = ContentWriter(), ContentWriter()
         self._tail = ""  # a fence opener in the making
         self._waiting: _Waiting | None = None
+        self._run = False  # text since the last call (the text "before" a call, for fences and quotes)
+        self._line_text = False  # the current line of that text holds more than whitespace
+        self._quoted: list[Call] = []
         self._server_thought: list[str] = []
         self._texts: list[str] = []  # the answer's text as judged, for the leftover-markup check
         self._text_calls = 0  # calls accepted from the answer text: with none, reasoning is searched at the end
@@ -83,8 +90,7 @@ class LiveChoice:
         for is_reasoning, piece in self._split.finish():
             self._piece(is_reasoning, piece, out)
         self._segments(self._scanner.finish(), out)
-        if self._waiting is not None:
-            self._resolve(fence_close(self._waiting.after, final=True), out)
+        self._settle_waiting(out, final=True)
         self._write(self._tail, out)
         self._tail = ""
         self._judge_native(out)
@@ -104,57 +110,82 @@ class LiveChoice:
         for group in groups(segments):
             if isinstance(group, Text):
                 self._text(group.text, out)
-                continue
-            judged = self._accept(list(group))
-            self._text_calls += len(judged.calls)
-            if len(group) == 1 and judged.calls:
-                self._one_call(judged.calls[0], out)
-            else:
-                self._settle(out)
-                self._emit([policed for segment in judged.segments for policed in (
-                    self._police([segment]) if isinstance(segment, Call) else [segment])], out)
+            elif len(group) == 1:
+                self._one_call(group[0], out)
+            else:  # calls written as one list: neither quoted nor fenced (their neighbours are calls)
+                self._settle_waiting(out, final=True)
+                self._write(self._tail, out)
+                self._tail, self._run, self._line_text = "", False, False
+                self._emit(self._judge(list(group)), out)
 
     def _one_call(self, call: Call, out: Delta) -> None:
-        if self._waiting is not None:  # the text since the last call is complete: its fence is decided
-            self._resolve(fence_close(self._waiting.after, final=True), out)
-        segment = self._police([call])[0]
-        if self._tail and FENCE_OPEN.search(self._tail):
-            self._waiting, self._tail = _Waiting(segment, self._tail), ""
-        else:
+        self._settle_waiting(out, final=True)  # the text since the last call is complete
+        opener = self._tail if self._tail and FENCE_OPEN.search(self._tail) else ""
+        quotable = self._run and self._line_text and call.source[:1] != "\n" and call.source[-1:] != "\n"
+        if not opener:
             self._write(self._tail, out)
-            self._tail = ""
-            self._emit([segment], out)
+        self._tail, self._run, self._line_text = "", False, False
+        if opener:
+            judged = self._judge([call])
+            if isinstance(judged[0], Text):  # refused: its text, fence or not, reads the same
+                self._write(opener, out)
+                self._emit(judged, out)
+            else:
+                self._waiting = _Waiting(call, judged[0], opener)
+        elif quotable:
+            self._waiting = _Waiting(call)
+        else:
+            self._emit(self._judge([call]), out)
 
-    def _settle(self, out: Delta) -> None:
-        """Calls that cannot take a fence: a waiting fence is decided and the held tail goes out as text."""
-        if self._waiting is not None:
-            self._resolve(fence_close(self._waiting.after, final=True), out)
-        self._write(self._tail, out)
-        self._tail = ""
+    def _judge(self, calls: list[Call]) -> list[Segment | _Refusal]:
+        judged = self._accept(calls)
+        self._text_calls += len(judged.calls)
+        return [policed for segment in judged.segments
+                for policed in (self._police([segment]) if isinstance(segment, Call) else [segment])]
 
     def _text(self, text: str, out: Delta) -> None:
         if self._waiting is not None:
             self._waiting.after += text
-            decided = fence_close(self._waiting.after, final=False)
-            if decided is not None:
-                self._resolve(decided, out)
+            self._settle_waiting(out, final=False)
             return
+        if text:
+            newline = text.rfind("\n")
+            self._run = True
+            self._line_text = bool(text[newline + 1 :].strip()) if newline >= 0 else (
+                self._line_text or bool(text.strip()))
         text = self._tail + text
         keep = fence_tail(text)
         self._write(text[: len(text) - keep], out)
         self._tail = text[len(text) - keep :]
 
-    def _resolve(self, closer: int | None, out: Delta) -> None:
-        waiting, self._waiting = self._waiting, None
-        assert waiting is not None
-        after = waiting.after
-        if closer is not None and closer >= 0:
-            after = after[closer:]
+    def _settle_waiting(self, out: Delta, final: bool) -> None:
+        """Decide a waiting call once the text after it allows (`final`: no more text comes before the next
+        call or the end)."""
+        waiting = self._waiting
+        if waiting is None:
+            return
+        if waiting.judged is None:
+            quoted = quoted_after(waiting.after, final)
+            if quoted is None:
+                return
+            rest = waiting.after
+            self._waiting = None
+            if quoted:
+                self._quoted.append(waiting.call)
+                self._write(waiting.call.source, out)
+            else:
+                self._emit(self._judge([waiting.call]), out)
         else:
-            self._write(waiting.opener, out)
-        self._emit([waiting.segment], out)
-        if after:
-            self._text(after, out)
+            closer = fence_close(waiting.after, final)
+            if closer is None:
+                return
+            rest = waiting.after[max(closer, 0) :]
+            self._waiting = None
+            if closer < 0:
+                self._write(waiting.opener, out)
+            self._emit([waiting.judged], out)
+        if rest:
+            self._text(rest, out)
 
     def _write(self, text: str, out: Delta) -> None:
         if text:
@@ -210,8 +241,8 @@ class LiveChoice:
                               if piece.strip())
         if not thought:
             return
-        rescued = accept(scan_text(thought, self._request.tools, self._request.dialects), self._request.tools,
-                         self._request.policy)
+        scanned = demote_quoted(scan_text(thought, self._request.tools, self._request.dialects)).segments
+        rescued = accept(scanned, self._request.tools, self._request.policy)
         if rescued.calls:
             self.extraction.issues += [*rescued.issues, "reasoning: call found only inside reasoning was rescued"]
             self.extraction.failures += rescued.failures
@@ -219,7 +250,9 @@ class LiveChoice:
 
     def _note(self) -> None:
         leftover = Extraction([Text("".join(self._texts))])
-        note_leftover_markup(leftover, self._request.tools)
+        note_leftover_markup(leftover, self._request.tools, self._quoted)
+        self.extraction.issues += [f"{call.dialect}: call to {call.name!r} quoted inside a line of text; kept as text"
+                                   for call in self._quoted]
         self.extraction.issues += leftover.issues
         self.extraction.failures += leftover.failures
         if self._dropped:
