@@ -150,6 +150,7 @@ class LiveConverter:
         outcome.dialects.extend(call.dialect for call in live.calls)
         outcome.issues.extend(live.extraction.issues)
         outcome.failures.extend(live.extraction.failures)
+        outcome.denied.extend(live.extraction.denied)
         outcome.calls.extend(call["function"]["name"] for call in state.calls)
         outcome.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
                                 "source": call.source, "dialect": call.dialect} for call in live.calls)

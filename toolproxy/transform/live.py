@@ -219,6 +219,7 @@ class LiveChoice:
         policed = Extraction(list(calls))
         segments = police(policed, self._request.access)
         self.extraction.issues += policed.issues
+        self.extraction.denied += policed.denied
         return [segment if isinstance(segment, Call) else _Refusal(segment.text) for segment in segments]
 
     def _judge_native(self, out: Delta) -> None:
