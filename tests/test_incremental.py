@@ -25,6 +25,7 @@ from toolproxy.config.settings import ConfigError, Settings, load_settings
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
 from toolproxy.transform.live import LiveChoice
+from toolproxy.transform.live_channels import LiveReply
 from toolproxy.transform.response import ToolRequest, transform_completion
 
 Result = tuple[str, list[tuple[str, Any]], str]
@@ -44,7 +45,7 @@ def buffered(text: str, request: ToolRequest, thought: str = "") -> Result:
 
 
 def live(pieces: list[str], request: ToolRequest, thought: str = "") -> Result:
-    choice = LiveChoice(request, 1 << 20)
+    choice = LiveReply(request, 1 << 20)
     if thought:
         choice.feed_reasoning(thought)
     content, calls = "", []

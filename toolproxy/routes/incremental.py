@@ -14,7 +14,8 @@ from flask import Response
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.responses import relay_response
 from toolproxy.transform import request_transform
-from toolproxy.transform.live import Delta, LiveChoice
+from toolproxy.transform.live import Delta
+from toolproxy.transform.live_channels import LiveReply
 from toolproxy.transform.response import ToolRequest, finish_reason, new_call_id
 from toolproxy.wire import cleaning
 
@@ -45,7 +46,7 @@ def respond(exchange: Exchange) -> Response:
 class _State:
     """One choice on its way: its live extraction and what has been sent of it."""
 
-    live: LiveChoice
+    live: LiveReply
     raw: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
@@ -90,7 +91,7 @@ class LiveConverter:
     def _state(self, index: int) -> _State:
         if index not in self._choices:
             limit = self._exchange.settings.max_upstream_bytes  # a call in progress is held whole, as buffered does
-            self._choices[index] = _State(LiveChoice(self._request, limit))
+            self._choices[index] = _State(LiveReply(self._request, limit))
         return self._choices[index]
 
     def _convert_choice(self, choice: dict[str, Any]) -> list[dict[str, Any]]:

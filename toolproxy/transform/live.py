@@ -66,7 +66,7 @@ class LiveChoice:
         self._run = False  # text since the last call (the text "before" a call, for fences and quotes)
         self._line_text = False  # the current line of that text holds more than whitespace
         self._quoted: list[Call] = []
-        self._server_thought: list[str] = []
+        self.server_thought: list[str] = []  # the server's reasoning field, for the rescue
         self._texts: list[str] = []  # the answer's text as judged, for the leftover-markup check
         self._text_calls = 0  # calls accepted from the answer text: with none, reasoning is searched at the end
         self._dropped = 0
@@ -82,7 +82,7 @@ class LiveChoice:
 
     def feed_reasoning(self, text: str) -> Delta:
         """The server's own reasoning field: it goes on as it came."""
-        self._server_thought.append(text)
+        self.server_thought.append(text)
         return Delta(reasoning=text)
 
     def finish(self) -> Delta:
@@ -238,7 +238,7 @@ class LiveChoice:
         """No call in the answer: a call written only inside the reasoning is made, as extract() does."""
         if self._text_calls or self.native.calls():
             return
-        thought = "\n\n".join(piece for piece in ("".join(self._server_thought), self._split.thought())
+        thought = "\n\n".join(piece for piece in ("".join(self.server_thought), self._split.thought())
                               if piece.strip())
         if not thought:
             return
