@@ -52,7 +52,7 @@ def relay_response(exchange: Exchange, stream: EventStream,
                 yield sse.encode_comment("keep-alive")
                 said = time.monotonic()
                 continue
-            data, end = _ready_events(exchange, relay, item, convert, finish)
+            data, end = _ready_events(exchange, relay, item, convert, finish, said)
             if data:
                 yield data
                 said = time.monotonic()
@@ -75,7 +75,7 @@ Convert = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
 def _ready_events(exchange: Exchange, relay: Relay[dict[str, Any]], item: dict[str, Any] | Heartbeat | Finished,
-                  convert: Convert, finish: Callable[[], list[dict[str, Any]]]
+                  convert: Convert, finish: Callable[[], list[dict[str, Any]]], said: float
                   ) -> tuple[bytes, Finished | Exception | None]:
     """`item` and every event the relay already holds, converted and encoded as one write, with how the run
     ended: FINISHED (`[DONE]` is in the write), an error to raise once the write is out, or None.
@@ -91,7 +91,9 @@ def _ready_events(exchange: Exchange, relay: Relay[dict[str, Any]], item: dict[s
                 return b"".join(pieces), FINISHED
             if isinstance(item, dict):
                 pieces.extend(_events(exchange, convert(item)))
-            if not relay.has_ready():
+            # A run that has said nothing for a heartbeat interval returns, so a keep-alive can go out.
+            quiet = not pieces and time.monotonic() - said >= exchange.settings.heartbeat_interval
+            if not relay.has_ready() or quiet:
                 return b"".join(pieces), None
             item = relay.next(0)
     except Exception as error:  # handed on after the events before it are out, as when each went alone
