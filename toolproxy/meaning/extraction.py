@@ -3,7 +3,8 @@
 By default only calls to tools of this request become calls (a model writing `{"name": "format_disk"}` must not
 trigger anything); arguments must be a JSON object, are typed by the tool's schema, then validated. What is
 refused goes back as text with an issue recorded: no character of the reply is ever lost. Reasoning is set
-aside first; a call found only inside it is rescued.
+aside first; a call found only inside it, with no answer after it, is rescued. What the strict dialects leave as
+text goes through schema-anchored recovery (`recovery.py`) last.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.json_repair import repair_arguments
 from toolproxy.meaning.lookalike import demote_quoted
+from toolproxy.meaning.recovery import recover
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +75,17 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
     """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy."""
     parts = reasoning.split(text)
     thought = "\n\n".join(piece for piece in (reasoning_field or "", parts.reasoning) if piece.strip())
-    answer = demote_quoted(scan_text(parts.answer, tools, dialects))
+    scanned, recovered = _scan(parts.answer, tools, dialects)
+    answer = demote_quoted(scanned)
     extraction = accept(answer.segments, tools, policy)
+    extraction.issues[:0] = recovered
     extraction.issues.extend(answer.issues())
-    if not extraction.calls and thought:
-        rescued = accept(demote_quoted(scan_text(thought, tools, dialects)).segments, tools, policy)
+    # A call only in reasoning, with no answer after it, is the model's call; one followed by an answer was
+    # considered and left (the answer is what the model chose to say).
+    if not extraction.calls and thought and not parts.answer.strip():
+        scanned, recovered = _scan(thought, tools, dialects)
+        rescued = accept(demote_quoted(scanned).segments, tools, policy)
+        rescued.issues[:0] = recovered
         if rescued.calls:
             extraction.segments.extend(rescued.calls)
             extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
@@ -111,9 +119,21 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
 
 
-def scan_text(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
+def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> tuple[list[Segment], list[str]]:
     scan = scanner(tools, dialects)
-    return absorb_fences(merge_text(scan.feed(text) + scan.finish()))
+    return settle(scan.feed(text) + scan.finish(), tools)
+
+
+def scan_text(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
+    """The segments of `text`, recovery included (its issues are dropped: `extract` keeps them)."""
+    return _scan(text, tools, dialects)[0]
+
+
+def settle(segments: list[Segment], tools: ToolIndex) -> tuple[list[Segment], list[str]]:
+    """The scanners' segments made final: fenced calls take their fence, then schema-anchored recovery reads
+    what the strict dialects left as text. Works on merged segments, so streaming and one-shot agree."""
+    segments, issues = recover(absorb_fences(merge_text(segments)), tools)
+    return absorb_fences(segments), issues
 
 
 _FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n[ \t]*\Z")

@@ -1,0 +1,261 @@
+"""Schema-anchored recovery: the last pass over what the strict dialects left as text.
+
+Real models damage their calls (an opener dropped and its closer kept, closers missing at the end, the wrong key
+for the arguments, several JSON calls on one line). The proxy knows what a parser alone does not: the declared
+tools and their schemas. So this pass is lenient about syntax and strict about meaning: a recovered call needs a
+declared name and arguments that validate after coercion, or it stays text. Each rule that fired is recorded as an
+issue named `recovered:<rule>`, so the dashboard shows which one.
+
+It runs on the scanners' merged segments, the same in streaming and one-shot, and only looks at text: a call a
+strict dialect found is never re-read. Linear: candidates are found by one pattern, each attempt reads forward
+only, and after `MAX_FAILED` failed attempts a text is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
+from toolproxy.meaning import schema
+from toolproxy.meaning.json_repair import RepairResult, repair_arguments
+from toolproxy.meaning.recovery_xml import Read, read_arrow_call, read_kimi_call, read_xml_call
+
+MAX_FAILED = 64
+_KIMI = "<|tool_call_begin|>"
+DIALECT = "recovered"
+# A candidate: markup a damaged call starts with, or a JSON object or list whose first key is a string.
+_CANDIDATE = re.compile(r"<tool_call>|<function[= ]|<name>|\[TOOL_CALL\]|<\|tool_call_begin\|>"
+                        r'|\{(?=\s{0,64}")|\[(?=\s{0,64}\{\s{0,64}")')
+# Wrappers models leave around a call; a closer found with no opener before the call is absorbed all the same.
+WRAPPERS = (("<tool_call>", "</tool_call>"), ("<function_calls>", "</function_calls>"),
+            ("[TOOL_REQUEST]", "[END_TOOL_REQUEST]"), ("<tool_calls>", "</tool_calls>"),
+            ("<function_call>", "</function_call>"), ("<minimax:tool_call>", "</minimax:tool_call>"),
+            ("<seed:tool_call>", "</seed:tool_call>"), ("[TOOL_CALL]", "[/TOOL_CALL]"), ("<functioncall", ">"),
+            ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
+            ("<|tool_call_section_begin|>", "<|tool_call_section_end|>"))
+_OPENERS = tuple(opener for opener, _ in WRAPPERS)
+_ORPHAN_CLOSERS = tuple(closer for _, closer in WRAPPERS if closer != ">")
+_NAME_KEYS = ("name", "tool_name", "tool", "function_name")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input")
+_IGNORED_KEYS = frozenset({"type", "id", "jsonrpc"})
+
+
+def recover(segments: list[Segment], tools: ToolIndex) -> tuple[list[Segment], list[str]]:
+    """Calls recovered from the text segments, then the wrappers around every call absorbed into it."""
+    issues: list[str] = []
+    if not tools:
+        return segments, issues
+    out: list[Segment] = []
+    for segment in segments:
+        if isinstance(segment, Text) and (any(name in segment.text for name in tools) or _KIMI in segment.text):
+            out.extend(_recover_text(segment.text, tools, issues))
+        else:
+            out.append(segment)
+    return _absorb_wrappers(merge_text(out), issues), issues
+
+
+def _recover_text(text: str, tools: ToolIndex, issues: list[str]) -> list[Segment]:
+    out: list[Segment] = []
+    kept = position = 0  # text[kept:] is not yet emitted; candidates are looked for from `position`
+    last_json_end = -1
+    failed = 0
+    repaired_once = False  # a missing final brace is mended once per text: only the answer's end can lack it
+    while failed < MAX_FAILED and (match := _CANDIDATE.search(text, position)):
+        start = match.start()
+        found: tuple[int, list[Segment]] | int | None
+        if start and text[start - 1] == "`":  # markup quoted inline is an example, not a call
+            position = match.end()
+            continue
+        if match.group() == "[TOOL_CALL]":
+            found = _to_calls(text, start, read_arrow_call(text, start, tools), tools, issues)
+        elif match.group() == _KIMI:
+            found = _to_calls(text, start, read_kimi_call(text, start, tools), tools, issues)
+        elif match.group()[0] in "{[":
+            if not _json_may_start(text, kept, start, last_json_end):
+                position = match.end()
+                continue
+            found = _read_json(text, start, tools, issues, repair=not repaired_once)
+            repaired_once = repaired_once or found is None
+            if isinstance(found, int):  # decoded, but not a call: skip the whole value
+                position = last_json_end = found
+                continue
+        else:
+            found = _to_calls(text, start, read_xml_call(text, start, tools), tools, issues)
+        if found is None or isinstance(found, int):
+            failed += 1
+            position = match.end()
+            continue
+        end, calls = found
+        out.append(Text(text[kept:start]))
+        out.extend(calls)
+        kept = position = last_json_end = end
+    out.append(Text(text[kept:]))
+    return out
+
+
+def _json_may_start(text: str, kept: int, start: int, last_json_end: int) -> bool:
+    """A JSON call is looked for at the start of a line, right after a wrapper's opener or a call, or after a
+    decoded JSON value and a separator (`;`, `,`): never in the middle of a sentence."""
+    if last_json_end >= 0 and start - last_json_end <= 16 and text[last_json_end:start].strip() in ("", ";", ","):
+        return True
+    line_start = text.rfind("\n", max(kept, start - 256), start) + 1
+    if line_start == 0 and start - kept > 256:
+        return False
+    before = text[max(line_start, kept) : start].rstrip()
+    return not before or before.endswith(_OPENERS)
+
+
+def _read_json(text: str, start: int, tools: ToolIndex, issues: list[str],
+               repair: bool) -> tuple[int, list[Segment]] | int | None:
+    """Calls from the JSON value at `start`; the end of a value that holds none; None when nothing decodes."""
+    rules: list[str] = []
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except (ValueError, RecursionError):
+        tail = text[start:].rstrip()
+        if not repair or len(tail) > 16384 or not tail.endswith(("}", "]")):
+            return None
+        repaired = repair_arguments(tail).value if tail.startswith("{") else _repair_list(tail)
+        if repaired is None:
+            return None
+        value, end = repaired, len(text)
+        rules.append("missing_final_brace")
+    shaped = _shapes(value)
+    if shaped is None:
+        return end
+    calls: list[Segment] = []
+    for name, arguments, shape_rules in shaped:
+        checked = _checked(name, arguments, tools, issues, [*rules, *shape_rules])
+        if checked is None:
+            return end
+        calls.append(Call(name, checked, "", DIALECT))
+    first = calls[0]
+    assert isinstance(first, Call)
+    calls[0] = Call(first.name, first.arguments, text[start:end], DIALECT)
+    return end, calls
+
+
+def _repair_list(tail: str) -> Any:
+    """A list of calls whose closing `]` (and perhaps the last `}`) is missing at the very end of the answer."""
+    if not tail.startswith("["):
+        return None
+    repaired = repair_arguments('{"_":' + tail + ("]}" if not tail.endswith("]") else "}"))
+    if repaired.value is None:
+        repaired = repair_arguments('{"_":' + tail + "}]}")
+    return repaired.value["_"] if repaired.value is not None else None
+
+
+def _shapes(value: Any) -> list[tuple[str, Any, list[str]]] | None:
+    """(name, arguments, rules) for each call a JSON value holds when every member is call-shaped, else None."""
+    members = value if isinstance(value, list) and value else [value]
+    shaped = [_shape(member) for member in members]
+    if any(one is None for one in shaped):
+        return None
+    return [one for one in shaped if one is not None]
+
+
+def _shape(value: Any) -> tuple[str, Any, list[str]] | None:
+    if not isinstance(value, dict):
+        return None
+    rules: list[str] = []
+    if value.get("type") == "function" and isinstance(value.get("function"), dict):
+        value, rules = value["function"], ["type_function_wrapper"]
+    name_key = next((key for key in _NAME_KEYS if isinstance(value.get(key), str)), None)
+    if name_key is None and "jsonrpc" in value and isinstance(value.get("method"), str):
+        name_key = "method"
+        rules.append("jsonrpc_method")
+    if name_key is None:
+        return None
+    if name_key not in ("name", "method"):
+        rules.append(f"{name_key}_key")
+    argument_key = next((key for key in _ARGUMENT_KEYS if key in value), None)
+    rest = {key: item for key, item in value.items() if key != name_key and key != argument_key}
+    if argument_key is None:
+        rules.append("flat_arguments")
+        return value[name_key], {key: item for key, item in rest.items() if key not in _IGNORED_KEYS}, rules
+    if any(key not in _IGNORED_KEYS for key in rest):
+        return None
+    if argument_key not in ("arguments", "parameters"):
+        rules.append(f"{argument_key}_key")
+    return value[name_key], value[argument_key], rules
+
+
+def _to_calls(text: str, start: int, read: Read | None, tools: ToolIndex,
+              issues: list[str]) -> tuple[int, list[Segment]] | None:
+    if read is None:
+        return None
+    checked = _checked(read.name, read.arguments, tools, issues, list(read.rules))
+    return None if checked is None else (read.end, [Call(read.name, checked, text[start : read.end], DIALECT)])
+
+
+def _checked(name: str, arguments: Any, tools: ToolIndex, issues: list[str], rules: list[str]) -> Any:
+    """The arguments, typed, when the name is declared and they validate; the rules are then recorded."""
+    if name not in tools:
+        return None
+    if isinstance(arguments, str):
+        decoded = repair_arguments(arguments) if arguments.strip() else RepairResult({}, ())
+        arguments = decoded.value
+        rules.append("double_encoded_arguments")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return None
+    tool_schema = tools[name]
+    properties = tool_schema.get("properties")
+    if isinstance(properties, dict) and any(key not in properties for key in arguments):
+        return None
+    typed = schema.coerce(arguments, tool_schema)
+    try:
+        problems = schema.validate(typed, tool_schema)
+    except schema.SchemaProblem:
+        return None
+    if problems:
+        issues.append(f"recovered: a damaged call to {name!r} stays text, its arguments fail the schema "
+                      f"({'; '.join(problems)})")
+        return None
+    issues.extend(f"recovered:{rule}" for rule in dict.fromkeys(rules or ["lenient_reader"]))
+    return typed
+
+
+def _absorb_wrappers(segments: list[Segment], issues: list[str]) -> list[Segment]:
+    """A wrapper's opener just before a call and its closer just after go into the call's source; a known closer
+    right after a call with no opener before it too (`closer_without_opener`)."""
+    out = list(segments)
+    open_closer: str | None = None
+    for index, segment in enumerate(out):
+        if not isinstance(segment, Call) or not segment.source:
+            continue
+        head = index
+        last = index
+        while last + 1 < len(out) and isinstance(out[last + 1], Call) and not out[last + 1].source:  # type: ignore[union-attr]
+            last += 1
+        before = out[head - 1] if head else None
+        prefix = suffix = ""
+        if isinstance(before, Text):
+            stripped = before.text.rstrip()
+            opener = next((o for o in _OPENERS if stripped.endswith(o)), None)
+            if opener is not None:
+                cut = len(stripped) - len(opener)
+                prefix = before.text[cut:]
+                out[head - 1] = Text(before.text[:cut])
+                open_closer = dict(WRAPPERS)[opener]
+                issues.append("recovered:wrapper_absorbed")
+        after = out[last + 1] if last + 1 < len(out) else None
+        if isinstance(after, Text):
+            stripped = after.text.lstrip()
+            closer = open_closer if open_closer and stripped.startswith(open_closer) else next(
+                (c for c in _ORPHAN_CLOSERS if stripped.startswith(c)), None)
+            if closer is not None:
+                if closer != open_closer:
+                    issues.append("recovered:closer_without_opener")
+                cut = len(after.text) - len(stripped) + len(closer)
+                suffix = after.text[:cut]
+                out[last + 1] = Text(after.text[cut:])
+                open_closer = None
+        if prefix or suffix:
+            call = out[head]
+            assert isinstance(call, Call)
+            out[head] = Call(call.name, call.arguments, prefix + call.source + suffix, call.dialect)
+    return merge_text(out)
