@@ -34,7 +34,9 @@ WRAPPERS = (("<tool_call>", "</tool_call>"), ("<function_calls>", "</function_ca
             ("<function_call>", "</function_call>"), ("<minimax:tool_call>", "</minimax:tool_call>"),
             ("<seed:tool_call>", "</seed:tool_call>"), ("[TOOL_CALL]", "[/TOOL_CALL]"), ("<functioncall", ">"),
             ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
-            ("<|tool_call_section_begin|>", "<|tool_call_section_end|>"))
+            ("<|tool_call_section_begin|>", "<|tool_call_section_end|>"), ("<TOOLCALL>", "</TOOLCALL>"),
+            ("<toolcall>", "</toolcall>"), ("<|tool_call_start|>", "<|tool_call_end|>"),
+            ("<|python_start|>", "<|python_end|>"), ("<|tools_prefix|>", "<|tools_suffix|>"))
 _OPENERS = tuple(opener for opener, _ in WRAPPERS)
 _ORPHAN_CLOSERS = tuple(closer for _, closer in WRAPPERS if closer != ">")
 _NAME_KEYS = ("name", "tool_name", "tool", "function_name")
