@@ -79,6 +79,8 @@ def test_kimi_id_without_a_name_goes_to_the_one_tool_whose_schema_accepts_the_ar
     '{"name": "square", "args": {"n": "four"}}',
     # a value cut inside (max_tokens): the call was never finished
     "<tool_call>\n<function=read>\n<parameter=path>\nconfig/sett",
+    # a bare opener, closed by nothing, holding nothing
+    "<function=read>\n<function=read>\n",
     # damaged markup followed by more than its closer
     "<function=read>\n<parameter=path>/a</parameter>\nand then I would read it",
     # a call shown inline in backticks or in the middle of a sentence is an example
@@ -117,6 +119,7 @@ def test_strict_forms_are_not_reread() -> None:
 
 @pytest.mark.parametrize("unit", [
     '<function=read>\n<parameter=path>',  # openers whose values never end
+    "<function=read>",  # bare openers, nothing inside
     '{"name": "read", "args": ',  # JSON candidates that never decode
     "<tool_call>read<arg_key>path</arg_key>",
     '[TOOL_CALL]\n{tool => "read", args => {\n',

@@ -150,6 +150,8 @@ def _close(text: str, position: int, read: Read, wrapped: bool, expects_function
     if expects_function_end:
         if text.startswith("</function>", at):
             position = at = _skip(text, at + len("</function>"))
+        elif not read.arguments:
+            return None  # a bare opener with nothing after it is not a call, however often it repeats
         elif "closer_missing" not in rules:
             rules.append("closer_missing")
     if text.startswith("</arg_value>", at):
