@@ -126,10 +126,14 @@ def test_strict_forms_are_not_reread() -> None:
 ])
 def test_recovery_stays_linear_on_floods_of_damaged_openers(unit: str) -> None:
     def run(size: int) -> float:
+        """Best of three: on a shared machine the minimum is the figure that repeats."""
         text = (unit * (size // len(unit) + 1))[:size]
-        started = time.perf_counter()
-        extract(text, TOOLS)
-        return time.perf_counter() - started
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            extract(text, TOOLS)
+            times.append(time.perf_counter() - started)
+        return min(times)
 
     small, large = run(50_000), run(200_000)
     assert large < 2.0
