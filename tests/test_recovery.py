@@ -4,7 +4,6 @@ tests/golden/realworld (tests/test_realworld.py); these are the guards around th
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -117,6 +116,7 @@ def test_strict_forms_are_not_reread() -> None:
     assert not [issue for issue in extraction.issues if issue.startswith("recovered:")]
 
 
+@pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed
 @pytest.mark.parametrize("unit", [
     '<function=read>\n<parameter=path>',  # openers whose values never end
     "<function=read>",  # bare openers, nothing inside
@@ -125,16 +125,6 @@ def test_strict_forms_are_not_reread() -> None:
     '[TOOL_CALL]\n{tool => "read", args => {\n',
 ])
 def test_recovery_stays_linear_on_floods_of_damaged_openers(unit: str) -> None:
-    def run(size: int) -> float:
-        """Best of three: on a shared machine the minimum is the figure that repeats."""
-        text = (unit * (size // len(unit) + 1))[:size]
-        times = []
-        for _ in range(3):
-            started = time.perf_counter()
-            extract(text, TOOLS)
-            times.append(time.perf_counter() - started)
-        return min(times)
-
-    small, large = run(50_000), run(200_000)
-    assert large < 2.0
-    assert large < 8 * max(small, 0.005)
+    text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+    extraction = extract(text, TOOLS)
+    assert extraction.calls == []  # and it finished: a quadratic pass over 1 MB of these would not

@@ -138,8 +138,10 @@ def _parameters(text: str, position: int) -> tuple[dict[str, str], int, bool] | 
             return None  # the value runs to the end of the answer: cut short (max_tokens), never a call
         value_end = end.start()
         arguments[key] = text[value_start:value_end].strip()
-        if end is not None and end.group() == closer:
+        if end.group() == closer:
             position = end.end()
+        elif end.group() in (_WRAPPER, "<function=") or not arguments[key]:
+            return None  # an empty value, or one only the next call's opener ends, is not a value
         else:
             damaged, position = True, value_end
 
