@@ -21,8 +21,12 @@ from toolproxy.meaning.holdback import (
     quoted_after,
 )
 from toolproxy.meaning.lookalike import demote_quoted
+from toolproxy.meaning.recovery import recover
 from toolproxy.transform.native_stream import NativeCalls
 from toolproxy.transform.response import ToolRequest, police
+
+# Damaged call markup that buffered mends (meaning/recovery.py) but a stream has already sent as text.
+UNRECOVERED = "incremental: damaged call markup went out as text; stream_strategy buffered would mend it"
 
 
 @dataclass(slots=True)
@@ -235,8 +239,9 @@ class LiveChoice:
             self._emit([_Refusal("".join(texts), policy=False)], out)
 
     def _rescue(self, out: Delta) -> None:
-        """No call in the answer: a call written only inside the reasoning is made, as extract() does."""
-        if self._text_calls or self.native.calls():
+        """No call and no answer: a call written only inside the reasoning is made, as extract() does (one
+        followed by an answer was considered and left)."""
+        if self._text_calls or self.native.calls() or "".join(self._texts).strip():
             return
         thought = "\n\n".join(piece for piece in ("".join(self.server_thought), self._split.thought())
                               if piece.strip())
@@ -249,7 +254,16 @@ class LiveChoice:
             self.extraction.failures += rescued.failures
             self._emit(self._police(rescued.calls), out)
 
+    def _note_unrecovered(self) -> None:
+        """Schema-anchored recovery reads the whole answer, and here its text has already gone out as text: say
+        what buffered would have mended, so the dashboard shows why this model wants `stream_strategy: buffered`."""
+        segments, rules = recover([Text("".join(self._texts))], self._request.tools)
+        if any(isinstance(segment, Call) for segment in segments):
+            named = ", ".join(dict.fromkeys(rule for rule in rules if rule.startswith("recovered:")))
+            self.extraction.issues.append(f"{UNRECOVERED}: {named}")
+
     def _note(self) -> None:
+        self._note_unrecovered()
         leftover = Extraction([Text("".join(self._texts))])
         note_leftover_markup(leftover, self._request.tools, self._quoted)
         self.extraction.issues += [f"{call.dialect}: call to {call.name!r} quoted inside a line of text; kept as text"
