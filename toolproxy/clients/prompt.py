@@ -1,5 +1,5 @@
 """The tools that Cline, Roo Code and Kilo Code describe in their system prompt, as OpenAI tool definitions (the
-peer NTCA does the same job); `client_history.py` bridges their tool history.
+peer NTCA does the same job); `history.py` bridges their tool history.
 
 These clients send no `tools`: each tool is a `## name` section with `Description:`, `Parameters:` bullets and
 `<name>` usage examples, and results come back as user text that starts `[name for '...'] Result:`. Pure: no I/O,
