@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from tests.conftest import Gunicorn, make_body, make_tool
-from tests.fake_upstream import FakeUpstream, Received, Wire, completion
+from tests.fake_upstream import FakeUpstream, Received, Wire, as_chunks, completion
 
 READ = make_tool("read", {"path": {"type": "string"}}, ["path"])
 CLINE = {"User-Agent": "Cline/3.0"}
@@ -292,6 +292,39 @@ def test_in_flight_upstream_requests_are_capped_with_a_short_queue(upstream, sta
         thread.join(60)
     assert sorted(response.status_code for response in results) == [200] * 4 + [503] * 2
     assert peak[0] == 2 and len(upstream.received) == 4
+
+
+@pytest.mark.timeout(180)
+def test_the_default_cap_lets_hundreds_of_concurrent_streams_through(upstream, start_gunicorn):
+    """A vLLM server runs hundreds of sequences at once: with the default cap, 300 streams held open together by
+    the upstream on one worker all reach it and all finish (the old default of 64 + 64 refused 172 of them)."""
+    server = start(start_gunicorn, upstream)
+    release = threading.Event()
+
+    def held(request: Received, wire: Wire) -> None:
+        release.wait(120)
+        wire.send_events(as_chunks(completion("ok")))
+
+    upstream.script = held
+    clients = [raw_request(server.url, make_body(stream=True)) for _ in range(300)]
+    try:
+        assert wait_until(lambda: len(upstream.received) == 300, timeout=120), len(upstream.received)
+        release.set()
+        answers = [read_stream(sock) for sock in clients]
+    finally:
+        release.set()
+        for sock in clients:
+            sock.close()
+    assert all(answer.startswith(b"HTTP/1.1 200") and b"data: [DONE]" in answer for answer in answers)
+
+
+def read_stream(sock: socket.socket, timeout: float = 60) -> bytes:
+    sock.settimeout(timeout)
+    data = b""
+    with contextlib.suppress(OSError):
+        while b"data: [DONE]" not in data and (chunk := sock.recv(65536)):
+            data += chunk
+    return data
 
 
 # --- gunicorn's own answers ---------------------------------------------------------------------------------

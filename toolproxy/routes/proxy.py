@@ -35,7 +35,8 @@ class Proxy:
     def from_settings(cls, settings: Settings) -> Proxy:
         http = HttpUpstream(connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                             max_bytes=settings.max_upstream_bytes, max_depth=settings.max_json_depth,
-                            max_containers=settings.max_json_containers, models_timeout=settings.models_timeout)
+                            max_containers=settings.max_json_containers, models_timeout=settings.models_timeout,
+                            pool_size=settings.max_in_flight)
         secrets = [*settings.api_keys, *filter(None, [settings.upstream_api_key]),
                    *(str(rule.overrides["upstream_api_key"]) for rule in settings.models
                      if rule.overrides.get("upstream_api_key"))]

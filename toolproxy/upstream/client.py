@@ -65,13 +65,13 @@ class Upstream(Protocol):
 
 class HttpUpstream:
     def __init__(self, *, connect_timeout: float, read_timeout: float, max_bytes: int, max_depth: int,
-                 max_containers: int = 100_000, models_timeout: float = 5.0) -> None:
+                 max_containers: int = 100_000, models_timeout: float = 5.0, pool_size: int = 256) -> None:
         self._timeout = (connect_timeout, read_timeout)
         self._max_bytes = max_bytes
         self._max_depth = max_depth
         self._max_containers = max_containers
         self._models_timeout = models_timeout
-        self._session = session.new_session()
+        self._session = session.new_session(pool_size)
         self._proxies = session.Proxies()
 
     def complete(self, request: UpstreamRequest) -> dict[str, Any]:

@@ -14,11 +14,11 @@ import requests
 from requests.adapters import HTTPAdapter
 
 
-def new_session() -> requests.Session:
+def new_session(pool_size: int = 256) -> requests.Session:
     session = requests.Session()
-    # Retries are the client's business (the OpenAI SDKs retry twice already); the pool is sized for many
-    # concurrent streams on one gevent worker.
-    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=256, max_retries=0)
+    # Retries are the client's business (the OpenAI SDKs retry twice already); the pool keeps a connection for
+    # every request the in-flight cap lets run at once (a smaller pool discards and reconnects under load).
+    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.trust_env = False
