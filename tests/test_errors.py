@@ -227,3 +227,26 @@ def test_utf8_split_across_network_writes_arrives_whole(proxy, upstream):
     upstream.script = split
     events, _ = parse_stream(proxy.post(make_body(stream=True)).content)
     assert events[0]["choices"][0]["delta"]["content"] == "a😀b\u2028c\u0085d"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+def test_an_upstream_redirect_is_502_and_not_followed(proxy, upstream, status, stream):
+    """A redirect is refused, not followed: where it points may be a host the proxy must not reach, and a POST
+    turned into a GET would lose the request. The message does not repeat the target."""
+    upstream.script = lambda request, wire: wire.send_raw(b"", status=status, headers={
+        "Location": "http://10.0.0.9:8000/v1/chat/completions"})
+    response = requests.post(f"{proxy.url}/v1/chat/completions", json=make_body(stream=stream), timeout=10)
+    error = assert_error(response, 502, "bad_upstream_response")
+    assert "redirect" in error["message"] and "10.0.0.9" not in error["message"]
+    assert len(upstream.received) == 1
+
+
+def test_the_upstream_cookies_of_one_request_never_reach_the_next(proxy, upstream):
+    """Upstream calls share a connection pool, not a cookie jar: a session cookie one client's request was given
+    must not ride along on another client's request."""
+    upstream.script = lambda request, wire: wire.send_json(completion("ok"), headers={
+        "Set-Cookie": "session=alice-secret; Path=/"})
+    for _ in range(2):
+        assert requests.post(f"{proxy.url}/v1/chat/completions", json=make_body(), timeout=10).status_code == 200
+    assert [request.headers.get("cookie") for request in upstream.received] == [None, None]

@@ -1,4 +1,4 @@
-"""Talking to the OpenAI-compatible upstream over one pooled `requests.Session` (made in session.py).
+"""Talking to the OpenAI-compatible upstream through the pooled adapter of one `requests.Session` (session.py).
 
 The only room that calls `requests`: its exceptions are translated here, once, into `Upstream*` errors that
 carry the status and OpenAI error object the client should see.
@@ -72,6 +72,7 @@ class HttpUpstream:
         self._max_containers = max_containers
         self._models_timeout = models_timeout
         self._session = session.new_session(pool_size)
+        self._verify: bool | str = True if self._session.verify is None else self._session.verify
         self._proxies = session.Proxies()
 
     def complete(self, request: UpstreamRequest) -> dict[str, Any]:
@@ -123,11 +124,13 @@ class HttpUpstream:
               deadline: float | None = None) -> requests.Response:
         """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
         try:
-            response = self._session.request(method, url, data=data, headers=_headers(api_key),
-                                             timeout=capped(self._timeout, deadline), stream=True,
-                                             proxies=self._proxies(url))
+            response = self._exchange(method, url, api_key, data, capped(self._timeout, deadline))
         except requests.RequestException as error:
             raise _translate(error) from None
+        if 300 <= response.status_code < 400:
+            response.close()  # the target is not named: it may be an internal host
+            raise UpstreamBadResponse(f"the upstream answered {response.status_code}, a redirect, which toolproxy "
+                                      "does not follow: configure the URL it redirects to")
         if response.status_code >= 400:
             try:
                 raise without_key(status_error(response.status_code, self._read_body(response, deadline),
@@ -135,6 +138,16 @@ class HttpUpstream:
             finally:
                 response.close()
         return response
+
+    def _exchange(self, method: str, url: str, api_key: str | None, data: bytes | None,
+                  timeout: tuple[float, float]) -> requests.Response:
+        """One request through requests' transport adapter, without a Session's per-request work (cookie jars,
+        hooks, settings merges, redirects): a third of an upstream call's CPU, and nothing a proxy wants (one
+        client's upstream cookies must not reach the next)."""
+        prepared = requests.PreparedRequest()
+        prepared.prepare(method=method, url=url, headers=_headers(api_key), data=data)
+        return self._session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
+                                                   verify=self._verify, proxies=self._proxies(url))
 
     def _read_body(self, response: requests.Response, deadline: float | None = None) -> bytes:
         """The whole body, decompressed, refusing more than the configured size (a gzip bomb included) and, read
