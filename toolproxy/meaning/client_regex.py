@@ -13,13 +13,19 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
-
 MAX_PATTERN_CHARS = 2000  # longer client patterns are not run (RE2 compiles in memory bounded below)
 
-_OPTIONS = re2.Options()
-_OPTIONS.log_errors = False  # an unsupported pattern is an expected case, not something to print on stderr
-_OPTIONS.max_mem = 4 << 20  # bytes per compiled pattern: a huge pattern fails to compile instead of growing
+
+@functools.cache
+def _re2() -> tuple[Any, Any]:
+    """RE2 and its options, imported at the first client pattern: most tool schemas have none, and the module
+    costs each worker 1.6 MiB."""
+    import re2  # type: ignore[import-untyped]
+
+    options = re2.Options()
+    options.log_errors = False  # an unsupported pattern is an expected case, not something to print on stderr
+    options.max_mem = 4 << 20  # bytes per compiled pattern: a huge pattern fails to compile instead of growing
+    return re2, options
 
 
 @functools.lru_cache(maxsize=1024)
@@ -27,8 +33,9 @@ def compiled(pattern: str) -> Any | None:
     """The pattern compiled by RE2, or None when RE2 cannot run it (its syntax, or its size)."""
     if len(pattern) > MAX_PATTERN_CHARS:
         return None
+    re2, options = _re2()
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(pattern, options)
     except (re2.error, UnicodeEncodeError):
         return None
 
