@@ -22,6 +22,9 @@ _LINE_OPENER = re.compile(r"\n[ \t]*[\[{]")
 class BareJsonDialect:
     name = "json"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return ("{",)  # every accepted shape is an object or a list of objects
+
     def scanner(self, tools: ToolIndex) -> BareJsonScanner:
         return BareJsonScanner(tools)
 

@@ -53,6 +53,11 @@ class Dialect(Protocol):
     @property
     def name(self) -> str: ...
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...] | None:
+        """Literals of which every call of this dialect holds one (its openers), or None when a call may begin
+        anywhere: a whole reply without any of them holds no call of this dialect, so it need not be scanned."""
+        ...
+
     def scanner(self, tools: ToolIndex) -> Scanner: ...
 
 

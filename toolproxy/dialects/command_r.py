@@ -27,6 +27,9 @@ _KEYS = {"tool_call_id", "tool_name", "parameters"}
 class CommandRDialect:
     name = "command_r"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (OPENER, ACTION)
+
     def scanner(self, tools: ToolIndex) -> CommandRScanner:
         return CommandRScanner()
 

@@ -51,6 +51,9 @@ _FOLLOW = {CALL_BEGIN: _CALL, CALLS_BEGIN: ahead(SPACE, literal(CALL_BEGIN), _CA
 class DeepSeekDialect:
     name = "deepseek"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (CALLS_BEGIN, CALL_BEGIN)
+
     def scanner(self, tools: ToolIndex) -> DeepSeekScanner:
         return DeepSeekScanner()
 

@@ -30,6 +30,9 @@ _V3_FOLLOW = ahead(run(r"[\w.\-]", _LIMIT), literal("\n"), SPACE, literal("{"))
 class FunctionaryV31Dialect:
     name = "functionary_v31"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (V31_OPENER,)
+
     def scanner(self, tools: ToolIndex) -> FunctionaryScanner:
         return FunctionaryScanner(self.name, V31_OPENER, _V31_FOLLOW)
 
@@ -39,6 +42,9 @@ class FunctionaryV31Dialect:
 
 class FunctionaryV3Dialect:
     name = "functionary_v3"
+
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (V3_OPENER,)
 
     def scanner(self, tools: ToolIndex) -> FunctionaryScanner:
         return FunctionaryScanner(self.name, V3_OPENER, _V3_FOLLOW)

@@ -43,6 +43,9 @@ _FOLLOW = ahead(SPACE, literal(_CALL), run(r"[\w.\-]", _LIMIT), SPACE, literal("
 class Gemma4Dialect:
     name = "gemma4"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (OPENER, _CALL)
+
     def scanner(self, tools: ToolIndex) -> Gemma4Scanner:
         return Gemma4Scanner(tools)
 

@@ -43,6 +43,9 @@ _HINT = re.compile(re.escape(_OPENER)
 class GlmXmlDialect:
     name = "glm"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (_OPENER,)
+
     def scanner(self, tools: ToolIndex) -> BlockScanner:
         return BlockScanner(self.name, _HINT, len(_OPENER), GlmReader)
 

@@ -41,6 +41,10 @@ class InvokeXmlDialect:
     wrapper: str  # the wrapper's tag name, e.g. `function_calls`; a prefixed `ns:function_calls` counts too
     bare: bool  # whether an `<invoke>` without the wrapper is a call
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        # The reader opens on a tag whose name is the wrapper (prefix and all) or, when bare, `invoke`.
+        return (self.wrapper, "invoke") if self.bare else (self.wrapper,)
+
     def scanner(self, tools: ToolIndex) -> BlockScanner:
         return BlockScanner(self.name, _hint(self.wrapper, self.bare), _MAX_TAG, lambda: InvokeReader(self, tools))
 

@@ -34,6 +34,9 @@ _HINT = re.compile(rf"<\|tool_call(?:s?_section_begin\|>(?={ahead(SPACE, literal
 class KimiDialect:
     name = "kimi_k2"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (*_SECTION_BEGIN, _CALL_BEGIN)
+
     def scanner(self, tools: ToolIndex) -> BlockScanner:
         return BlockScanner(self.name, _HINT, len(_SECTION_BEGIN[0]), KimiReader)
 

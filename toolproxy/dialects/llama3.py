@@ -38,6 +38,9 @@ _FOLLOW = ahead(SPACE, either(OBJECT_LIST, literal("{")))  # a list of calls, or
 class Llama3Dialect:
     name = "llama3"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (OPENER,)
+
     def scanner(self, tools: ToolIndex) -> Llama3Scanner:
         return Llama3Scanner()
 

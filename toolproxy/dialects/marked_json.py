@@ -35,6 +35,9 @@ class MarkedJsonDialect:
     closer: str
     named: bool = False  # each call is `{"NAME": {arguments}}`, as Apertus writes them
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (self.opener,)
+
     def scanner(self, tools: ToolIndex) -> MarkedJsonScanner:
         return MarkedJsonScanner(self)
 

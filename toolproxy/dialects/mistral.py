@@ -48,6 +48,9 @@ _FOLLOW = ahead(SPACE, either(OBJECT_LIST, literal("{"), _NAMED))
 class MistralDialect:
     name = "mistral"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (OPENER,)
+
     def scanner(self, tools: ToolIndex) -> MistralScanner:
         return MistralScanner()
 

@@ -24,6 +24,9 @@ class PrefixedJsonDialect:
     opener: str
     single: bool = False  # one call object per marker instead of a list of calls
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (self.opener,)
+
     def scanner(self, tools: ToolIndex) -> PrefixedJsonScanner:
         return PrefixedJsonScanner(self.name, self.opener, self.single)
 

@@ -45,6 +45,9 @@ _VALUE_AHEAD = (rf"(?:[\s\[({{]{{{SPACE_REACH}}}|[\s\[({{]{{0,{SPACE_REACH - 1}}
 class PythonicDialect:
     name = "pythonic"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return ("[",)
+
     def scanner(self, tools: ToolIndex) -> PythonicScanner:
         return PythonicScanner(tools)
 

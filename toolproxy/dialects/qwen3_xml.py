@@ -51,6 +51,9 @@ class Qwen3XmlDialect:
     wrapper: str = _WRAPPER
     bare: bool = True  # whether a `<function=...>` block without the wrapper counts
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (self.wrapper, _FUNCTION) if self.bare else (self.wrapper,)
+
     def scanner(self, tools: ToolIndex) -> BlockScanner:
         reader = functools.partial(Qwen3Reader, self.wrapper, self.bare)
         return BlockScanner(self.name, _hint(self.wrapper, self.bare), len(_FUNCTION) + len(self.wrapper) + 130, reader)

@@ -22,6 +22,10 @@ _NON_SPACE = re.compile(r"\S")
 class TagXmlDialect:
     name = "roo_xml"
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        # Every name, even one no tag can carry: the scanner holds back `<na` for any of them.
+        return tuple(f"<{name}>" for name in tools)
+
     def scanner(self, tools: ToolIndex) -> TagXmlScanner:
         return TagXmlScanner(tools)
 

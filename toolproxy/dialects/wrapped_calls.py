@@ -48,6 +48,9 @@ class WrappedCallsDialect:
     closer: str
     lines: bool = False  # OLMo 3: bare Python calls, one per line, instead of a list
 
+    def markers(self, tools: ToolIndex) -> tuple[str, ...]:
+        return (self.opener,)
+
     def scanner(self, tools: ToolIndex) -> WrappedCallsScanner:
         return WrappedCallsScanner(self)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
-from toolproxy.dialects.chain import ChainScanner
+from toolproxy.dialects.chain import ChainScanner, scan_whole
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.json_repair import repair_arguments
@@ -120,8 +120,8 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
 
 
 def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> tuple[list[Segment], list[str]]:
-    scan = scanner(tools, dialects)
-    return settle(scan.feed(text) + scan.finish(), tools)
+    # The whole text is known: only the dialects whose markers it holds are scanned (chain.scan_whole).
+    return settle(scan_whole([DIALECTS[name] for name in dialects or AUTO_ORDER], text, tools), tools)
 
 
 def scan_text(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:

@@ -1,0 +1,85 @@
+"""A whole reply is scanned only by the dialects whose markers it holds (chain.scan_whole): the segments must be
+exactly those of the full chain, for every dialect alone and for the automatic order, on every golden case and
+real-world reply, and on random text made of markers and their pieces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolproxy.dialects.base import Dialect, Segment, ToolIndex, merge_text
+from toolproxy.dialects.chain import ChainScanner, markers_in, scan_whole
+from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
+from toolproxy.dialects.token_block import TokenBlockScanner
+
+GOLDEN = Path(__file__).parent.parent / "golden"
+CASES = sorted(GOLDEN.glob("*/*.json"))
+TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}}},
+         "bash": {"type": "object", "properties": {"command": {"type": "string"}}}}
+
+
+def load(path: Path) -> tuple[str, dict[str, Any]]:
+    expected = json.loads(path.read_text(encoding="utf-8"))
+    tools = {tool["function"]["name"]: tool["function"].get("parameters", {}) for tool in expected["tools"]}
+    return path.with_suffix(".txt").read_text(encoding="utf-8"), tools
+
+
+def full_chain(dialects: list[Dialect], text: str, tools: ToolIndex) -> list[Segment]:
+    chain = ChainScanner(dialects, tools)
+    return merge_text(chain.feed(text) + chain.finish())
+
+
+def chains() -> list[list[Dialect]]:
+    return [[DIALECTS[name] for name in AUTO_ORDER], *([dialect] for dialect in DIALECTS.values())]
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
+def test_pruned_chain_finds_what_the_full_chain_finds(path):
+    text, tools = load(path)
+    for dialects in chains():
+        assert scan_whole(dialects, text, tools) == full_chain(dialects, text, tools), [d.name for d in dialects]
+
+
+MARKERS = sorted({marker for dialect in DIALECTS.values() for marker in dialect.markers(TOOLS) or ()})
+# Markers, their beginnings and ends (a marker cut in two must not count), and what surrounds calls.
+PIECES = [*MARKERS, *(marker[: len(marker) // 2] for marker in MARKERS), *(marker[1:] for marker in MARKERS),
+          '{"name": "read", "arguments": {"path": "a"}}', "read(path='a')", "\n", " ", "<", ">", "[", "]", "}",
+          "x", "é", "to=functions.read json", "call:bash{command:ls}", "</tool_call>", "<|call|>"]
+texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_pruned_chain_on_marker_soup(text):
+    for dialects in chains():
+        assert scan_whole(dialects, text, TOOLS) == full_chain(dialects, text, TOOLS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*PIECES, "<", "<", "<", "f", "t", "<|", "[", ">"]), max_size=80).map("".join))
+def test_markers_in_is_the_plain_search(text):
+    """Also past the bounded walk over a group's first character (many `<` before the marker)."""
+    assert markers_in(text, MARKERS) == {marker for marker in MARKERS if marker in text}
+
+
+def test_markers_in_after_a_flood_of_first_characters():
+    text = "<" * 1000 + "<tool_call>" + "to=" * 100 + "to=functions."
+    assert markers_in(text, MARKERS) == {marker for marker in MARKERS if marker in text}
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_token_block_markers_are_the_openers(name):
+    """For the special-token family the scanner's openers are where calls begin: the markers are exactly they,
+    save harmony's stripped headers, which all hold `to=functions.`."""
+    scanner = DIALECTS[name].scanner(TOOLS)
+    if not isinstance(scanner, TokenBlockScanner):
+        pytest.skip("not of the special-token family")
+    openers = set(scanner._openers)
+    markers = set(DIALECTS[name].markers(TOOLS) or ())
+    assert all(any(marker in opener for marker in markers) for opener in openers)
+    assert markers <= openers | {"to=functions."}
