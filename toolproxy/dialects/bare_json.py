@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import Call, JsonSpan, Segment, Text, ToolIndex, call_from_json, decode_json
+from toolproxy.dialects.base import Call, JsonSpan, Segment, Text, ToolIndex, call_from_json, decode_json, is_decoded
 
 _LEADING_SPACE = re.compile(r"[ \t]*")
 # A JSON value that begins a line. The white-space run is bounded by the next character, so this is linear.
@@ -92,16 +92,18 @@ class BareJsonScanner:
         stop = len(text) if end is None else end
         self._value.append(text[position:stop])
         if end is not None:
-            source = "".join(self._value)
+            source, decoded = "".join(self._value), self._span.value
             self._span, self._value, self._at_line_start = None, [], False
-            out.extend(self._segments(source))
+            out.extend(self._segments(source, decoded))
         return stop
 
-    def _segments(self, source: str) -> list[Segment]:
-        try:
-            value = decode_json(source)
-        except ValueError:
-            return [Text(source)]
+    def _segments(self, source: str, value: Any) -> list[Segment]:
+        """The calls the value holds, or its source as text; `value` is decoded already when its span could."""
+        if not is_decoded(value):
+            try:
+                value = decode_json(source)
+            except ValueError:
+                return [Text(source)]
         shapes = [call_from_json(item) for item in _call_items(value)]
         if not shapes or any(shape is None or shape[0] not in self._tools for shape in shapes):
             return [Text(source)]

@@ -22,6 +22,7 @@ from toolproxy.dialects.base import (
     ToolIndex,
     call_from_json,
     decode_json,
+    is_decoded,
     partial_suffix,
 )
 
@@ -57,6 +58,7 @@ class MarkedJsonScanner:
         self._in_block = False
         self._block: list[str] = []  # source pieces of the current block, markers and white space included
         self._values: list[list[str]] = []  # the JSON text of each value in the block, in pieces
+        self._decoded: list[Any] = []  # each value as its span decoded it, when it could (JsonSpan.value)
         self._value_ends: list[int] = []  # for each finished value, len(self._block) when it ended
         self._span: JsonSpan | None = None
 
@@ -124,6 +126,7 @@ class MarkedJsonScanner:
         self._block.append(text[position:stop])
         if end is None:
             return stop
+        self._decoded.append(self._span.value)
         self._span = None
         self._value_ends.append(len(self._block))
         return stop
@@ -131,7 +134,8 @@ class MarkedJsonScanner:
     def _close_block(self) -> list[Segment]:
         block, ends = self._block, self._value_ends
         shape = named_call if self._dialect.named else call_from_json
-        calls_per_value = [_calls_in("".join(value), self._dialect.name, shape) for value in self._values]
+        calls_per_value = [_calls_in(value, decoded, self._dialect.name, shape)
+                           for value, decoded in zip(self._values, self._decoded, strict=True)]
         self._reset_block()
         if not calls_per_value or any(calls is None for calls in calls_per_value):
             return [Text("".join(block))]
@@ -151,16 +155,20 @@ class MarkedJsonScanner:
         self._in_block = False
         self._block = []
         self._values = []
+        self._decoded = []
         self._value_ends = []
         self._span = None
 
 
-def _calls_in(value: str, dialect: str, shape: Callable[[Any], tuple[str, Any] | None]) -> list[Call] | None:
-    """The calls one JSON value holds (an object, or a list of objects), or None when it is not calls."""
-    try:
-        decoded = decode_json(value)
-    except ValueError:
-        return None
+def _calls_in(pieces: list[str], decoded: Any, dialect: str,
+              shape: Callable[[Any], tuple[str, Any] | None]) -> list[Call] | None:
+    """The calls one JSON value holds (an object, or a list of objects), or None when it is not calls. `decoded`
+    is the value when its span decoded it already; the text is decoded only otherwise."""
+    if not is_decoded(decoded):
+        try:
+            decoded = decode_json("".join(pieces))
+        except ValueError:
+            return None
     items = decoded if isinstance(decoded, list) else [decoded]
     shapes = [shape(item) for item in items]
     if not shapes or any(shape is None for shape in shapes):

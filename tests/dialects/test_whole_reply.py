@@ -1,6 +1,7 @@
-"""A whole reply is scanned only by the dialects whose markers it holds (chain.scan_whole): the segments must be
-exactly those of the full chain, for every dialect alone and for the automatic order, on every golden case and
-real-world reply, and on random text made of markers and their pieces."""
+"""The shortcuts a whole reply takes must change nothing. It is scanned only by the dialects whose markers it holds
+(chain.scan_whole): the segments must be exactly those of the full chain, for every dialect alone and for the
+automatic order, on every golden case and real-world reply, and on random text made of markers and their pieces.
+A JSON value that is all there is decoded where it starts (JsonSpan): it must end where bracket tracking ends it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproxy.dialects.base import Dialect, Segment, ToolIndex, merge_text
+from toolproxy.dialects.base import Dialect, JsonSpan, Segment, ToolIndex, is_decoded, merge_text
 from toolproxy.dialects.chain import ChainScanner, markers_in, scan_whole
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.dialects.token_block import TokenBlockScanner
@@ -83,3 +84,23 @@ def test_token_block_markers_are_the_openers(name):
     markers = set(DIALECTS[name].markers(TOOLS) or ())
     assert all(any(marker in opener for marker in markers) for opener in openers)
     assert markers <= openers | {"to=functions."}
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
+                                                                                      max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_values, max_size=4) | st.dictionaries(st.text(max_size=4), json_values, max_size=4),
+       st.sampled_from(["", " ", "</tool_call>", "}", "]", '"', "{"]))
+def test_json_span_decoding_ends_where_the_tracker_ends(value, after):
+    """A value decoded in one piece (the one-shot path) ends where bracket tracking ends it (the streamed path),
+    and the decoded value is json's own."""
+    text = json.dumps(value) + after
+    whole = JsonSpan()
+    assert whole.feed(text) == len(json.dumps(value)) and whole.value == value
+    tracked = JsonSpan()
+    assert tracked.feed(text[:1]) is None and not is_decoded(tracked.value)
+    end = tracked.feed(text[1:])
+    assert end is not None and end + 1 == len(json.dumps(value))
