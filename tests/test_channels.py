@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolproxy.meaning.channels import split_channels
-from toolproxy.meaning.reasoning import split
+from toolproxy.meaning.reasoning import MARKERS, split, split_pair
 
 PIECES = ["<|start|>assistant", "<|channel|>", "analysis", "final", "commentary", " to=functions.add", "<|message|>",
           "<|end|>", "<|return|>", "<|call|>", "<|constrain|>json", "assistantfinal", "assistantcommentary",
@@ -60,3 +60,36 @@ def test_floods_stay_linear(text: str) -> None:
     channels = split_channels(text)
     assert time.process_time() - started < 2
     assert sum(map(len, channels.answer)) + sum(map(len, channels.markup)) == len(text)
+
+
+THINK_PIECES = ["<think>", "</think>", "<seed:think>", "</seed:think>", "<thinking>", "</thinking>", "<thi", "nk>",
+                "ing>", "nking>", "<seed:", "think>", "<|channel>thought", "<channel|>", "<", "/", "x", "\n",
+                "<|channel|>analysis<|message|>"]
+
+
+def plain_split(text: str) -> tuple[str, str, str]:
+    """The split as it was before markers were found in one pass: one `in` per marker, on the answer left."""
+    channels = split_channels(text)
+    answer = "".join(channels.answer)
+    inner = ["\n\n".join(piece.strip() for piece in channels.reasoning if piece.strip())]
+    markup = ["".join(channels.markup)]
+    for opener, closer in MARKERS:
+        if closer in answer or opener in answer:
+            part = split_pair(answer, opener, closer)
+            answer = part.answer
+            inner.append(part.reasoning)
+            markup.append(part.markup)
+    return answer, "\n\n".join(piece for piece in inner if piece), "".join(markup)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(THINK_PIECES), max_size=30).map("".join))
+def test_reasoning_split_is_the_plain_split(text: str) -> None:
+    """Also where removing a span joins the text around it into another pair's marker (`<thi<think>.</think>nk>`)."""
+    parts = split(text)
+    assert (parts.answer, parts.reasoning, parts.markup) == plain_split(text)
+
+
+def test_reasoning_split_looks_again_after_a_span_is_removed() -> None:
+    text = "c<seed:<think>a</think>think>b"
+    assert (split(text).answer, split(text).reasoning) == plain_split(text)[:2] == ("c", "a\n\nb")

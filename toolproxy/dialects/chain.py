@@ -6,13 +6,10 @@ afresh after it, so no later dialect ever sees half of a call, and the order of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from toolproxy.dialects.base import Dialect, Scanner, Segment, Text, ToolIndex, merge_text
-
-# How many occurrences of a group's first character are tried one by one before its markers are searched for
-# whole: few for the `<` of special tokens in most replies, and a bounded cost where that character abounds.
-_WALK = 16
+from toolproxy.dialects.markers import markers_in
 
 
 class ChainScanner:
@@ -55,32 +52,3 @@ def scan_whole(dialects: Sequence[Dialect], text: str, tools: ToolIndex) -> list
             if markers is None or not present.isdisjoint(markers)]
     chain = ChainScanner(kept, tools)
     return merge_text(chain.feed(text) + chain.finish())
-
-
-def markers_in(text: str, markers: Iterable[str]) -> set[str]:
-    """The markers that occur in `text`. One `in` per marker would read the whole reply ~40 times; instead
-    markers are grouped by their first character, whose occurrences str.find skips to at C speed, and each one
-    is tried against the whole group with one startswith. Linear: at most _WALK tries per group, then one
-    search per marker not yet found, from where the tries stopped."""
-    groups: dict[str, list[str]] = {}
-    for marker in markers:
-        if marker:
-            groups.setdefault(marker[0], []).append(marker)
-    found: set[str] = set()
-    for first, group in groups.items():
-        found.update(_group_in(text, first, tuple(group)))
-    return found
-
-
-def _group_in(text: str, first: str, group: tuple[str, ...]) -> set[str]:
-    found: set[str] = set()
-    position = text.find(first)
-    for _ in range(_WALK):
-        if position < 0 or len(found) == len(group):
-            return found
-        if text.startswith(group, position):
-            found.update(marker for marker in group if text.startswith(marker, position))
-        position = text.find(first, position + 1)
-    if position < 0:
-        return found
-    return found | {marker for marker in group if marker not in found and text.find(marker, position) >= 0}

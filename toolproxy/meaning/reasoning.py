@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolproxy.dialects.markers import markers_in
 from toolproxy.meaning.channels import split_channels
 
 # Qwen3, DeepSeek-R1 and most others write <think>; Seed-OSS writes <seed:think>; some fine-tunes <thinking>;
 # Gemma 4 thinks on its `thought` channel (llama.cpp common/parsers/gemma4.cpp).
 MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
            ("<|channel>thought", "<channel|>"))
+_EVERY_MARKER = tuple(marker for pair in MARKERS for marker in pair)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +29,13 @@ def split(text: str) -> Split:
     answer = "".join(channels.answer)
     inner = ["\n\n".join(piece.strip() for piece in channels.reasoning if piece.strip())]
     markup = ["".join(channels.markup)]
+    # One pass finds the markers present (eight `in` over a 256 KB reply took 6% of a worker).
+    present = markers_in(answer, _EVERY_MARKER)
     for opener, closer in MARKERS:
-        if closer in answer or opener in answer:
+        if closer in present or opener in present:
             part = split_pair(answer, opener, closer)
-            answer = part.answer
+            if part.markup:  # the text around a span removed may join into a marker: look again
+                answer, present = part.answer, markers_in(part.answer, _EVERY_MARKER)
             inner.append(part.reasoning)
             markup.append(part.markup)
     return Split(answer, "\n\n".join(piece for piece in inner if piece), "".join(markup))
