@@ -69,8 +69,11 @@ def test_markers_in_is_the_plain_search(text):
     assert markers_in(text, MARKERS) == {marker for marker in MARKERS if marker in text}
 
 
-def test_markers_in_after_a_flood_of_first_characters():
-    text = "<" * 1000 + "<tool_call>" + "to=" * 100 + "to=functions."
+@settings(max_examples=200, deadline=None)
+@given(texts, st.integers(min_value=0, max_value=2000))
+def test_markers_in_long_text_after_a_flood_of_first_characters(text, flood):
+    """Past the length where each marker is searched in turn, and past the walk over `<`, `t`, `f`, `[`."""
+    text = "<tf[" * flood + text + "x" * 600
     assert markers_in(text, MARKERS) == {marker for marker in MARKERS if marker in text}
 
 
