@@ -22,6 +22,9 @@ _LINE_OPENER = re.compile(r"\n[ \t]*[\[{]")
 class BareJsonDialect:
     name = "json"
 
+    # It holds back the white space that begins a line, which may precede a JSON value.
+    holds_only_markers = False
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return ("{",)  # every accepted shape is an object or a list of objects
 

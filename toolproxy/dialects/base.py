@@ -53,6 +53,12 @@ class Dialect(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def holds_only_markers(self) -> bool:
+        """Whether its scanner, fed text without a whole marker, gives back all of it but the longest end that may
+        begin one: a stream then builds it only once a marker comes (chain.py)."""
+        ...
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...] | None:
         """Literals of which every call of this dialect holds one (its openers), or None when a call may begin
         anywhere: a whole reply without any of them holds no call of this dialect, so it need not be scanned."""

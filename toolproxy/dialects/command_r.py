@@ -27,6 +27,8 @@ _KEYS = {"tool_call_id", "tool_name", "parameters"}
 class CommandRDialect:
     name = "command_r"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER, ACTION)
 

@@ -51,6 +51,8 @@ _FOLLOW = {CALL_BEGIN: _CALL, CALLS_BEGIN: ahead(SPACE, literal(CALL_BEGIN), _CA
 class DeepSeekDialect:
     name = "deepseek"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (CALLS_BEGIN, CALL_BEGIN)
 

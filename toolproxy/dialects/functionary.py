@@ -30,6 +30,8 @@ _V3_FOLLOW = ahead(run(r"[\w.\-]", _LIMIT), literal("\n"), SPACE, literal("{"))
 class FunctionaryV31Dialect:
     name = "functionary_v31"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (V31_OPENER,)
 
@@ -42,6 +44,8 @@ class FunctionaryV31Dialect:
 
 class FunctionaryV3Dialect:
     name = "functionary_v3"
+
+    holds_only_markers = True
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (V3_OPENER,)

@@ -43,6 +43,8 @@ _FOLLOW = ahead(SPACE, literal(_CALL), run(r"[\w.\-]", _LIMIT), SPACE, literal("
 class Gemma4Dialect:
     name = "gemma4"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER, _CALL)
 

@@ -43,6 +43,8 @@ _HINT = re.compile(re.escape(_OPENER)
 class GlmXmlDialect:
     name = "glm"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (_OPENER,)
 

@@ -71,6 +71,9 @@ _STRIPPED_FOLLOW = ahead(run(r"[^\s<{]", 128), r"[^{]{0,96}+", literal("{"))
 class HarmonyDialect:
     name = "harmony"
 
+    # Its stripped openers are longer than the marker `to=functions.`: it holds back `assis`.
+    holds_only_markers = False
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (START, CHANNEL, RECIPIENT)  # every stripped header holds the recipient
 

@@ -41,6 +41,9 @@ class InvokeXmlDialect:
     wrapper: str  # the wrapper's tag name, e.g. `function_calls`; a prefixed `ns:function_calls` counts too
     bare: bool  # whether an `<invoke>` without the wrapper is a call
 
+    # It holds back any unfinished tag (`<di` may yet be `<di:invoke`), not only the start of a marker.
+    holds_only_markers = False
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         # The reader opens on a tag whose name is the wrapper (prefix and all) or, when bare, `invoke`.
         return (self.wrapper, "invoke") if self.bare else (self.wrapper,)

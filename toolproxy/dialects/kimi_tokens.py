@@ -34,6 +34,8 @@ _HINT = re.compile(rf"<\|tool_call(?:s?_section_begin\|>(?={ahead(SPACE, literal
 class KimiDialect:
     name = "kimi_k2"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (*_SECTION_BEGIN, _CALL_BEGIN)
 

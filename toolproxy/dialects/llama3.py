@@ -38,6 +38,8 @@ _FOLLOW = ahead(SPACE, either(OBJECT_LIST, literal("{")))  # a list of calls, or
 class Llama3Dialect:
     name = "llama3"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER,)
 

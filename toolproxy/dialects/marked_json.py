@@ -36,6 +36,8 @@ class MarkedJsonDialect:
     closer: str
     named: bool = False  # each call is `{"NAME": {arguments}}`, as Apertus writes them
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)
 

@@ -48,6 +48,8 @@ _FOLLOW = ahead(SPACE, either(OBJECT_LIST, literal("{"), _NAMED))
 class MistralDialect:
     name = "mistral"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER,)
 

@@ -24,6 +24,8 @@ class PrefixedJsonDialect:
     opener: str
     single: bool = False  # one call object per marker instead of a list of calls
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)
 

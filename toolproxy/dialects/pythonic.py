@@ -45,6 +45,8 @@ _VALUE_AHEAD = (rf"(?:[\s\[({{]{{{SPACE_REACH}}}|[\s\[({{]{{0,{SPACE_REACH - 1}}
 class PythonicDialect:
     name = "pythonic"
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return ("[",)
 

@@ -51,6 +51,8 @@ class Qwen3XmlDialect:
     wrapper: str = _WRAPPER
     bare: bool = True  # whether a `<function=...>` block without the wrapper counts
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.wrapper, _FUNCTION) if self.bare else (self.wrapper,)
 

@@ -22,6 +22,9 @@ _NON_SPACE = re.compile(r"\S")
 class TagXmlDialect:
     name = "roo_xml"
 
+    # It holds back `<na` only where `na` may be a tag name, not every start of `<NAME>`.
+    holds_only_markers = False
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         # Every name, even one no tag can carry: the scanner holds back `<na` for any of them.
         return tuple(f"<{name}>" for name in tools)

@@ -48,6 +48,8 @@ class WrappedCallsDialect:
     closer: str
     lines: bool = False  # OLMo 3: bare Python calls, one per line, instead of a list
 
+    holds_only_markers = True
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)
 
