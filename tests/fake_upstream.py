@@ -104,7 +104,7 @@ class FakeUpstream:
         server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         server.bind(("127.0.0.1", 0))
-        server.listen(64)
+        server.listen(1024)  # a burst of hundreds of connections (the capacity tests) must not overflow it
         self.port = server.getsockname()[1]
         self._server = server
         threading.Thread(target=self._accept_loop, daemon=True).start()
