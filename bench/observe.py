@@ -1,0 +1,92 @@
+"""What observing one finished request costs a worker, in CPU microseconds: the transform-log row, `add` with the
+writer thread's share (SQLite included: it runs in the same process), the log line, the metrics, and `fill_answer`.
+Records like the load benchmark's (bench/workload.py): the small `read` reply, the same with an agent's 30 tools,
+and the 256 KB `write` reply; each without and with configured secrets.
+
+    .venv/bin/python bench/observe.py [checkout]
+
+With a checkout (e.g. a `git worktree` of an earlier commit), that one's toolproxy is measured instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent.parent).resolve()))
+
+from bench import workload
+from toolproxy.observe.logs import log_request
+from toolproxy.observe.metrics import Metrics
+from toolproxy.observe.record import TransformRecord, fill_answer, new_record
+from toolproxy.observe.translog import TransformLog
+
+SECRETS = ("sk-bench-0123456789abcdef", "upstream-key-98765")
+AGENT_TOOLS = [{"type": "function", "function": {"name": f"tool_{n}", "description": "Does one thing well. " * 8,
+                                                 "parameters": {"type": "object", "properties": {
+                                                     f"arg_{k}": {"type": "string", "description": "An argument."}
+                                                     for k in range(6)}, "required": ["arg_0"]}}} for n in range(30)]
+
+
+def record(text: str, name: str, arguments: dict[str, Any], tools: list[Any]) -> TransformRecord:
+    """A record as the routes fill it for a tool call written as text in `text`."""
+    done = new_record("opencode/1.0", "127.0.0.1", 600)
+    raw = json.dumps(arguments)
+    done.model, done.route, done.mode, done.status, done.upstream = "bench", "tools", "prompt", 200, "http://127.0.0.1:1"
+    done.route_reason, done.dialects, done.tools, done.raw_text = "tools in the request", ["hermes"], tools, text
+    done.calls = [{"name": name, "arguments": arguments, "raw_arguments": raw, "source": raw, "dialect": "hermes",
+                   "valid": True}]
+    fill_answer(done, {"choices": [{"finish_reason": "tool_calls", "message": {
+        "content": text.split("\n")[0], "tool_calls": [{"function": {"name": name, "arguments": raw}}]}}]})
+    done.upstream_ms, done.overhead_ms = 2.0, 1.0
+    return done
+
+
+def records() -> dict[str, TransformRecord]:
+    big = json.loads(workload.big_text().split("<tool_call>\n")[1].split("\n</tool_call>")[0])
+    return {"small": record(workload.SMALL_TEXT, "read", {"path": "/src/app.py", "limit": 50}, workload.TOOLS),
+            "small, 30 tools": record(workload.SMALL_TEXT, "read", {"path": "/src/app.py"}, AGENT_TOOLS),
+            "256 KB": record(workload.big_text(), "write", big["arguments"], workload.TOOLS)}
+
+
+def cpu_us(action: Callable[[], Any], count: int, after: Callable[[], Any] = lambda: None) -> float:
+    action()
+    started = time.process_time()  # every thread of the process: the writer's share counts
+    for _ in range(count):
+        action()
+    after()
+    return (time.process_time() - started) * 1e6 / count
+
+
+def measure(done: TransformRecord, secrets: tuple[str, ...], metrics: Metrics, count: int) -> list[float]:
+    log = TransformLog(tempfile.mkdtemp(), secrets=secrets)
+    row = getattr(log, "_row", None) or log._rows.row  # before and after observe/row.py
+    answer = {"choices": [{"message": {"content": done.client_content, "tool_calls": [
+        {"function": {"name": call["name"], "arguments": call["raw_arguments"]}} for call in done.calls]}}]}
+    return [cpu_us(lambda: row(done), count), cpu_us(lambda: log.add(done), count, log.flush),
+            cpu_us(lambda: log_request(done, secrets), count), cpu_us(lambda: metrics.observe(done), count),
+            cpu_us(lambda: fill_answer(done, answer), count)]
+
+
+def main() -> None:
+    handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115 (lives as long as the process)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().handlers[:], logging.getLogger().level = [handler], logging.INFO
+    metrics = Metrics()
+    print("| record | secrets | row, us | add + writer, us | log line, us | metrics, us | fill_answer, us |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, done in records().items():
+        for secrets in ((), SECRETS):
+            figures = measure(done, secrets, metrics, 200 if "256" in name else 2000)
+            print(f"| {name} | {len(secrets)} | " + " | ".join(f"{figure:,.1f}" for figure in figures) + " |")
+
+
+if __name__ == "__main__":
+    main()
