@@ -3,6 +3,7 @@ through: what a record may hold and what it must never hold."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -14,6 +15,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 REDACTED = "[redacted]"
 # (word that must be there, pattern): bounded quantifiers and a final greedy class, so linear; the pattern runs
@@ -88,11 +91,12 @@ REDACT_MARGIN = 4096
 
 
 def redact_and_cut(text: str, secrets: tuple[str, ...], limit: int) -> str:
-    """Redacted, then cut to `limit`. Only the kept part (and the margin) is redacted: redacting all of a 256 KB
-    answer, which three fields of a record hold, cost more than the rest of the request."""
+    """Made valid text (`valid_text`), redacted, then cut to `limit`. Only the kept part (and the margin) is made
+    valid and redacted: doing all of a 256 KB answer, which three fields of a record hold, cost more than the rest
+    of the request. `valid_text` maps one character to one, so cutting first changes nothing."""
     if len(text) <= limit:
-        return redact_with(text, secrets)
-    kept = redact_with(text[: limit + REDACT_MARGIN], secrets)[:limit]
+        return redact_with(valid_text(text), secrets)
+    kept = redact_with(valid_text(text[: limit + REDACT_MARGIN]), secrets)[:limit]
     return f"{kept}\n[… {len(text) - limit} more characters cut]"
 
 
@@ -106,7 +110,7 @@ def redact_with(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    if "\\" in text:  # a secret may be written with JSON escapes (`sk\u002d...`) in raw model text or arguments
+    if secrets and "\\" in text and _may_hold_escaped(text, secrets):
         for secret in secrets:
             text = _escaped(secret).sub(REDACTED, text)
     if len(text) < 8:  # shorter than any credential the patterns look for
@@ -116,6 +120,14 @@ def redact_with(text: str, secrets: tuple[str, ...]) -> str:
         if word in lowered:
             text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
     return text
+
+
+def _may_hold_escaped(text: str, secrets: tuple[str, ...]) -> bool:
+    """Whether an `_escaped` pattern could match: a secret may be written with JSON escapes (`sk\\u002d...`) in
+    raw model text or arguments. Without a `\\u` or `\\/` in the text, only a plain secret could, and those are
+    replaced already unless a replacement made one; a backslash alone (model text is full of `\\n` and `\\"`) does
+    not cost a regex scan of the whole text per secret."""
+    return "\\u" in text or "\\/" in text or any(secret in text for secret in secrets)
 
 
 def valid_text(text: str) -> str:
@@ -162,6 +174,15 @@ def fill_answer(record: TransformRecord, answer: dict[str, Any] | None) -> None:
     calls = [{"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
              for call in message.get("tool_calls") or []]
     record.client_content = message.get("content")
-    record.client_text = (message.get("content") or "") + (
-        "\n\n" + json.dumps(calls, ensure_ascii=False, indent=2) if calls else "")
+    record.client_text = (message.get("content") or "") + ("\n\n" + _indented(calls) if calls else "")
     record.response_bytes = len(record.client_text.encode("utf-8", errors="replace"))
+
+
+def _indented(calls: list[dict[str, Any]]) -> str:
+    """`json.dumps(calls, ensure_ascii=False, indent=2)`, from orjson when every value is a string (always, but for
+    a lone surrogate): the same text, byte for byte, where `json`'s indenting encoder runs in Python (0.4 ms for a
+    256 KB call)."""
+    if all(isinstance(value, str) for call in calls for value in call.values()):
+        with contextlib.suppress(TypeError):  # orjson.JSONEncodeError: a lone surrogate
+            return orjson.dumps(calls, option=orjson.OPT_INDENT_2).decode("utf-8")
+    return json.dumps(calls, ensure_ascii=False, indent=2)
