@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import logging
 import os
 import queue
@@ -17,16 +16,8 @@ from typing import Any
 from gevent import monkey
 
 from toolproxy.observe import queries
-from toolproxy.observe.record import (
-    REDACTED,
-    SECRET_KEY,
-    TransformRecord,
-    redact_and_cut,
-    truncate,
-    usable_secrets,
-    valid_text,
-)
-from toolproxy.wire import jsonwire
+from toolproxy.observe.record import TransformRecord, usable_secrets
+from toolproxy.observe.row import Row, Rows
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +38,9 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS records (
     record TEXT NOT NULL     -- JSON: the whole record, redacted and truncated
 )"""
 _INSERT = ("INSERT INTO records (request_id, started, model, client, route, status, has_issues, worker, overhead_ms, "
-           "repairs, issue_count, dialects, summary, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+           "repairs, issue_count, dialects, summary, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+           "CAST(? AS TEXT))")  # the record may come as UTF-8 bytes (row.py): stored as the same text
 _PRUNE = "DELETE FROM records WHERE id <= (SELECT max(id) FROM records) - ?"
-Row = tuple[Any, ...]
 
 
 class TransformLog:
@@ -61,7 +52,7 @@ class TransformLog:
         self.path = os.path.join(data_dir, FILE_NAME)
         self.max_records = max_records
         self.max_field_chars = max_field_chars
-        self._secrets = usable_secrets(secrets)
+        self._rows = Rows(usable_secrets(secrets), max_field_chars)
         self._ready = False
         self._pid = 0
         self._dropped = 0
@@ -73,7 +64,7 @@ class TransformLog:
     def add(self, record: TransformRecord) -> None:
         """Queue the record for the writer; never blocks on the disk and never raises."""
         try:
-            self._enqueue(self._row(record))
+            self._enqueue(self._rows.row(record))
         except Exception:  # the log is a bystander: whatever goes wrong here must not fail the request
             logger.exception("transform log: record %s dropped", getattr(record, "request_id", "?"))
 
@@ -111,37 +102,6 @@ class TransformLog:
             if not self._running:
                 _start_thread(self._run, (self._queue,))
                 self._running = True
-
-    def _row(self, record: TransformRecord) -> Row:
-        # Shallow: `_scrub` builds new containers, and deep-copying large tools first would double the cost.
-        data = self._scrub({item.name: getattr(record, item.name) for item in dataclasses.fields(record)})
-        data["tools"] = self._clip_tools(data["tools"])
-        summary = _summary(data, record.has_issues())
-        status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
-        # Converted here, so a malformed record costs itself in `add`, never its whole batch in the writer.
-        return (_text(data["request_id"]), float(record.started), _text(data["model"]), _text(data["client"]),
-                _text(data["route"]), status, int(summary["has_issues"]), int(record.worker or 0),
-                float(record.overhead_ms or 0), int(record.repairs or 0), summary["issue_count"],
-                _json(data["dialects"]), _json(summary), _json(data))
-
-    def _scrub(self, value: Any) -> Any:
-        """Every string redacted, then cut to the field limit; a string under a credential's name blanked (only a
-        string: a tool's schema may well describe a parameter called `api_key`)."""
-        if isinstance(value, str):
-            return redact_and_cut(valid_text(value), self._secrets, self.max_field_chars)
-        if isinstance(value, dict):
-            return {self._scrub(str(key)): REDACTED if isinstance(item, str) and SECRET_KEY.search(str(key))
-                    else self._scrub(item) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._scrub(item) for item in value]
-        if value is None or isinstance(value, (bool, int, float)):
-            return value
-        return self._scrub(str(value))
-
-    def _clip_tools(self, tools: Any) -> Any:
-        """The tools as sent, or, when their JSON is over the field limit, that JSON cut (a string)."""
-        text = _json(tools)
-        return tools if len(text) <= self.max_field_chars else truncate(text, self.max_field_chars)
 
     def _run(self, pending: Any) -> None:
         connection: sqlite3.Connection | None = None
@@ -275,22 +235,3 @@ def _retry_locked(action: Callable[[], None]) -> None:
             if not ("locked" in str(error) or "busy" in str(error)) or attempt == SCHEMA_ATTEMPTS - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
-
-
-def _summary(data: dict[str, Any], has_issues: bool) -> dict[str, Any]:
-    keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
-            "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms")
-    return {**{key: data[key] for key in keys},
-            "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
-            "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],
-            "issue_count": len(data["issues"]), "has_issues": has_issues}
-
-
-def _text(value: Any) -> str:
-    """A text column: SQLite stores UTF-8, and a lone surrogate (legal in a JSON escape) is not UTF-8."""
-    return ("" if value is None else str(value)).encode("utf-8", "replace").decode("utf-8")
-
-
-def _json(value: Any) -> str:
-    # jsonwire falls back to ASCII escapes for lone surrogates, which SQLite (UTF-8) would refuse.
-    return jsonwire.dumps(value).decode("utf-8")
