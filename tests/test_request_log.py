@@ -4,6 +4,8 @@ to the dashboard's record id, the client's own id kept, the version in /health a
 from __future__ import annotations
 
 import json
+import re
+import string
 import time
 
 import requests
@@ -12,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import make_body, make_tool, with_settings
 from tests.fake_upstream import completion
 from toolproxy import __version__
+from toolproxy.observe.record import new_request_id
 
 READ = make_tool("read", {"path": {"type": "string"}}, ["path"])
 CALL = '<tool_call>{"name": "read", "arguments": {"path": "a"}}</tool_call>'
@@ -100,3 +103,9 @@ def test_a_request_id_leads_to_its_record_on_the_dashboard(upstream, proxy):
     assert page.status_code == 200 and "/dashboard/record/" in page.url
     assert ours in page.text and "nginx-7f3a" in page.text
     assert requests.get(f"{proxy.url}/dashboard/request/req_unknown", timeout=5).status_code == 404
+
+
+def test_request_ids_are_16_letters_or_digits_drawn_from_all_62() -> None:
+    ids = [new_request_id() for _ in range(2000)]
+    assert all(re.fullmatch(r"req_[A-Za-z0-9]{16}", value) for value in ids) and len(set(ids)) == len(ids)
+    assert set("".join(value[4:] for value in ids)) == set(string.ascii_letters + string.digits)

@@ -29,6 +29,8 @@ _SECRET_PATTERNS = (
 )
 SECRET_KEY = re.compile(r"(?i)(?:^|[_-])(?:api[_-]?key|authorization)$")  # api_key, x-api-key, OPENAI_API_KEY
 _ALPHABET = string.ascii_letters + string.digits
+_LETTERS = bytes(ord(_ALPHABET[byte % len(_ALPHABET)]) for byte in range(256))  # byte -> letter, for translate()
+_UNEVEN = bytes(range(256 - 256 % len(_ALPHABET), 256))  # 248..255: dropped, they would favour the first 8 letters
 
 
 @dataclass(slots=True)
@@ -76,7 +78,13 @@ class TransformRecord:
 
 def redact(text: str, secrets: Sequence[str]) -> str:
     """`text` with every secret (of 4 characters or more) and anything shaped like a credential replaced."""
-    return redact_with(text, usable_secrets(secrets))
+    return redact_with(text, _usable(tuple(secrets)))
+
+
+@functools.lru_cache(maxsize=8)
+def _usable(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    # The log line redacts each of its fields with the same secrets: sorting them once is enough.
+    return usable_secrets(secrets)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -155,8 +163,14 @@ def _escaped(secret: str) -> re.Pattern[str]:
 
 
 def new_request_id() -> str:
-    """The id of a request's record: sent back as `X-Request-Id`, shown by the dashboard, in the log line."""
-    return "req_" + "".join(secrets.choice(_ALPHABET) for _ in range(16))
+    """The id of a request's record: sent back as `X-Request-Id`, shown by the dashboard, in the log line. Each of
+    its 16 letters is drawn evenly from 62 out of the system's randomness, as `secrets.choice` draws them, but from
+    one read (`secrets.choice` read it 16 times: 13 us a request): a byte past the last whole multiple of 62 is
+    dropped, never folded onto a letter."""
+    letters = b""
+    while len(letters) < 16:
+        letters += secrets.token_bytes(24).translate(_LETTERS, _UNEVEN)
+    return "req_" + letters[:16].decode("ascii")
 
 
 def new_record(client: str, address: str, request_bytes: int, request_id: str | None = None,
