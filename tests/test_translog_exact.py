@@ -201,6 +201,18 @@ def test_a_long_tool_list_stream_keeps_the_cache_bounded(tmp_path: Path) -> None
     assert len(log._rows._tools) <= TOOLS_KEPT
 
 
+def test_tools_kept_by_their_json_are_walked_afresh_where_json_writes_the_record(tmp_path: Path) -> None:
+    """orjson writes NaN and None alike, so both lists share a key; `json`, which writes the record when orjson
+    refuses it (an integer past 64 bits), tells them apart."""
+    log = TransformLog(str(tmp_path), max_field_chars=LIMIT)
+    big = [{"name": "n", "arguments": {"i": 2**70}}]
+    for value in (None, math.nan, math.inf, None):
+        tools = [{"type": "function", "function": {"name": "t", "parameters": {"maximum": value}}}]
+        for calls in ([], big):
+            record = make_record(tools=tools, calls=calls)
+            assert as_text(log._rows.row(record)) == reference_row(record, (), LIMIT)
+
+
 # What hypothesis draws from: the pieces redaction reacts to, so that it meets them often.
 PIECES = st.sampled_from(["a", "api_key", "API-KEY: ", "Authorization: ", "Bearer ", "bearer", "key=", "\\", "\\u00",
                           "73", "6B", "\\/", "/", '"', "\n", " ", "é", "\u212a", "\u0131", "\ud800", "sk-", "SENTINEL",

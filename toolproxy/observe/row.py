@@ -56,14 +56,18 @@ class Rows:
         fields = {name: getattr(record, name) for name in FIELDS}
         tools = self._stored_tools(fields["tools"])
         text = self._as_is(fields, tools)
-        data = fields if text is not None else self._scrubbed(fields, tools)
+        if text is None:
+            data = self._scrubbed(fields, tools)
+            text = self._serialized(data, fields["tools"])
+        else:
+            data = fields
         summary = _summary(data, record.has_issues())
         status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
         # Converted here, so a malformed record costs itself in `add`, never its whole batch in the writer.
         return (_text(data["request_id"]), float(record.started), _text(data["model"]), _text(data["client"]),
                 _text(data["route"]), status, int(summary["has_issues"]), int(record.worker or 0),
                 float(record.overhead_ms or 0), int(record.repairs or 0), summary["issue_count"],
-                _json(data["dialects"]), _json(summary), _column(text if text is not None else jsonwire.dumps(data)))
+                _json(data["dialects"]), _json(summary), _column(text))
 
     def _as_is(self, fields: dict[str, Any], tools: _Tools | None) -> bytes | None:
         """The record's JSON when the walk would leave every value as it is; None when it might not."""
@@ -115,6 +119,16 @@ class Rows:
         data: dict[str, Any] = self._scrub({**fields, "tools": None}, seen)
         data["tools"] = tools.value if tools is not None else self._clip_tools(self._scrub(fields["tools"], seen))
         return data
+
+    def _serialized(self, data: dict[str, Any], tools: Any) -> bytes:
+        """The walked record's JSON. Where orjson refuses it (an integer past 64 bits), `json` writes all of it, and
+        the tools are walked afresh: orjson writes NaN and None alike, so the tools kept under one key may differ
+        in what `json` writes."""
+        try:
+            return orjson.dumps(data)
+        except TypeError:
+            data["tools"] = self._clip_tools(self._scrub(tools, {}))
+            return jsonwire.dumps(data)
 
     def _scrub(self, value: Any, seen: dict[int, str]) -> Any:
         """Every string valid, redacted, then cut to the field limit; a string under a credential's name blanked
