@@ -1,5 +1,6 @@
-"""What observing one finished request costs a worker, in CPU microseconds: the transform-log row, `add` with the
-writer thread's share (SQLite included: it runs in the same process), the log line, the metrics, and `fill_answer`.
+"""What observing one finished request costs a worker, in CPU microseconds: the transform-log row, `add` (the row
+and queueing it) and the writer thread's share (SQLite: the same process, so the same cores), the log line, the
+metrics, and `fill_answer`.
 Records like the load benchmark's (bench/workload.py): the small `read` reply, the same with an agent's 30 tools,
 and the 256 KB `write` reply; each without and with configured secrets.
 
@@ -56,21 +57,33 @@ def records() -> dict[str, TransformRecord]:
             "256 KB": record(workload.big_text(), "write", big["arguments"], workload.TOOLS)}
 
 
-def cpu_us(action: Callable[[], Any], count: int, after: Callable[[], Any] = lambda: None) -> float:
+def cpu_us(action: Callable[[], Any], count: int) -> float:
     action()
-    started = time.process_time()  # every thread of the process: the writer's share counts
+    started = time.thread_time()
     for _ in range(count):
         action()
-    after()
-    return (time.process_time() - started) * 1e6 / count
+    return (time.thread_time() - started) * 1e6 / count
+
+
+def add_us(log: TransformLog, done: TransformRecord, count: int) -> tuple[float, float]:
+    """CPU of `add` in the adding thread, and of the writer thread (SQLite included) for the same records."""
+    log.add(done)
+    log.flush()
+    process, thread = time.process_time(), time.thread_time()
+    for _ in range(count):
+        log.add(done)
+    added = time.thread_time() - thread
+    log.flush()  # its waiting is in this thread: the rest of the process's time is the writer's
+    writer = time.process_time() - process - (time.thread_time() - thread)
+    return added * 1e6 / count, writer * 1e6 / count
 
 
 def measure(done: TransformRecord, secrets: tuple[str, ...], metrics: Metrics, count: int) -> list[float]:
     log = TransformLog(tempfile.mkdtemp(), secrets=secrets)
     row = getattr(log, "_row", None) or log._rows.row  # before and after observe/row.py
-    answer = {"choices": [{"message": {"content": done.client_content, "tool_calls": [
+    answer = {"choices": [{"finish_reason": "tool_calls", "message": {"content": done.client_content, "tool_calls": [
         {"function": {"name": call["name"], "arguments": call["raw_arguments"]}} for call in done.calls]}}]}
-    return [cpu_us(lambda: row(done), count), cpu_us(lambda: log.add(done), count, log.flush),
+    return [cpu_us(lambda: row(done), count), *add_us(log, done, count),
             cpu_us(lambda: log_request(done, secrets), count), cpu_us(lambda: metrics.observe(done), count),
             cpu_us(lambda: fill_answer(done, answer), count)]
 
@@ -80,8 +93,8 @@ def main() -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().handlers[:], logging.getLogger().level = [handler], logging.INFO
     metrics = Metrics()
-    print("| record | secrets | row, us | add + writer, us | log line, us | metrics, us | fill_answer, us |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| record | secrets | row | add | writer thread | log line | metrics | fill_answer |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, done in records().items():
         for secrets in ((), SECRETS):
             figures = measure(done, secrets, metrics, 200 if "256" in name else 2000)
