@@ -18,11 +18,18 @@ from typing import Any
 
 import pytest
 import requests
+from hypothesis import settings as hypothesis_settings
 from werkzeug.serving import make_server
 
 from tests.fake_upstream import FakeUpstream
 from toolproxy import create_app
 from toolproxy.config.settings import Settings
+
+# Property tests draw the same examples on every run, so that `make test` turns red for a change, never for a new
+# draw; `HYPOTHESIS_PROFILE=explore` draws afresh (worth a run after changing a parser).
+hypothesis_settings.register_profile("repeatable", derandomize=True)
+hypothesis_settings.register_profile("explore", derandomize=False)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 ROOT = Path(__file__).resolve().parent.parent
 
