@@ -2,7 +2,7 @@
 while the benchmark's client drives one scenario, then the functions with the most samples are printed, by own
 time and by total.
 
-    .venv/bin/python bench/profile.py small|big|stream|tools_stream [seconds [clients [--idle]]]
+    .venv/bin/python bench/profile.py small|big|stream|tools_stream|transcript [seconds [clients [--idle]]]
 
 Without --idle only the thread holding the GIL is sampled (Python on the CPU); with it, every sample, waits
 included (where a request's wall time goes).
@@ -26,7 +26,8 @@ from bench.processes import start_gunicorn, start_upstream
 BODIES = {"small": workload.request_body("bench-small", tools=True),
           "big": workload.request_body("bench-big", tools=True),
           "stream": workload.request_body("bench-stream", tools=False, stream=True),
-          "tools_stream": workload.request_body("bench-small", tools=True, stream=True)}
+          "tools_stream": workload.request_body("bench-small", tools=True, stream=True),
+          "transcript": workload.request_body("bench-small", tools=True, messages=workload.transcript())}
 
 
 def worker_pid(master: int) -> int:
