@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 from tests.conftest import make_body, with_settings
 
@@ -45,3 +46,30 @@ def test_connect_timeout_is_504(serve, settings):
         for filler in fillers:
             filler.close()
         listener.close()
+
+
+def test_a_body_of_known_length_arriving_in_pieces_is_read_whole(gunicorn_proxy, upstream):
+    """The body is asked for in one read of its declared length (web/body.py): pieces that arrive apart, and a
+    pipelined request behind it on the same connection, must still come out exactly."""
+    upstream.completion("ok")
+    text = "".join(f"line {n}: [{{}}] \"quoted\" é\n" for n in range(20_000))
+    data = json.dumps(make_body(text)).encode()
+    host, port = gunicorn_proxy.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(data))
+        for start in range(0, len(data), 100_000):
+            sock.sendall(data[start : start + 100_000])
+            time.sleep(0.02)  # separate arrivals; no timing is asserted
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        answers = _read_until(sock, b'"status":"ok"')
+    assert answers.startswith(b"HTTP/1.1 200"), answers[:300]
+    assert answers.count(b"HTTP/1.1 200") == 2
+    assert json.loads(upstream.received[0].body)["messages"][-1]["content"] == text
+
+
+def _read_until(sock: socket.socket, marker: bytes) -> bytes:
+    data = b""
+    while marker not in data and (chunk := sock.recv(65536)):
+        data += chunk
+    return data

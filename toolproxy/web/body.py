@@ -13,7 +13,7 @@ import gevent.socket
 
 from toolproxy.errors import InvalidRequest
 
-READ_SIZE = 64 * 1024
+READ_SIZE = 64 * 1024  # for a chunked body, whose length is not known before its last chunk
 
 
 def read_body(environ: dict[str, Any], *, limit: int, timeout: float) -> bytes:
@@ -24,10 +24,13 @@ def read_body(environ: dict[str, Any], *, limit: int, timeout: float) -> bytes:
         raise _too_large(limit)
     stream = environ["wsgi.input"]
     remaining = limit + 1 if declared is None else declared
+    # A declared length is asked for in one read: gunicorn's reader (http/unreader.py) copies what it holds
+    # beyond each read, so 64 KiB reads of a 1 MB body copied about 8 MB. Short reads still loop.
+    step = READ_SIZE if declared is None else declared
     chunks: list[bytes] = []
     size = 0
     with gevent.Timeout(timeout, False):
-        while remaining > 0 and (chunk := stream.read(min(READ_SIZE, remaining))):
+        while remaining > 0 and (chunk := stream.read(min(step, remaining))):
             chunks.append(chunk)
             size += len(chunk)
             remaining -= len(chunk)
