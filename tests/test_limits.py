@@ -73,3 +73,20 @@ def _read_until(sock: socket.socket, marker: bytes) -> bytes:
     while marker not in data and (chunk := sock.recv(65536)):
         data += chunk
     return data
+
+
+def test_nesting_at_the_depth_limit_passes_and_one_level_more_is_refused(proxy, upstream):
+    upstream.completion("ok")
+
+    def body(depth: int) -> dict[str, object]:
+        nested: list[object] = []
+        for _ in range(depth - 2):  # the body is level 1, `extra` is 2 and more, [] the innermost level
+            nested = [nested]
+        return make_body("x", extra=nested)
+
+    assert proxy.post(body(64)).status_code == 200
+    assert len(upstream.received) == 1
+    response = proxy.post(body(65))
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["message"] == "could not parse the request: JSON nested deeper than 64 levels"
+    assert len(upstream.received) == 1

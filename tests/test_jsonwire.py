@@ -1,0 +1,82 @@
+"""The wire JSON limits, exactly at and around them: nesting depth (one level more is refused, whatever is
+nested) and the count of containers, with the same messages as ever. Through the HTTP server in
+test_limits.py and test_errors.py; here the pure function, over random JSON too."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolproxy.wire import jsonwire
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=3), children, max_size=4),
+    max_leaves=40)
+
+
+def reference_depth(value: Any) -> int:
+    """The nesting depth as the old walk counted it: the outermost container is level 1, a scalar 0."""
+    if isinstance(value, dict):
+        return 1 + max((reference_depth(child) for child in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((reference_depth(child) for child in value), default=0)
+    return 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(json_values, st.integers(min_value=0, max_value=8))
+def test_depth_check_agrees_with_a_plain_walk(value, max_depth):
+    assert jsonwire.depth_exceeds(value, max_depth) == (reference_depth(value) > max_depth)
+    data = json.dumps(value).encode()
+    if reference_depth(value) > max_depth:
+        with pytest.raises(jsonwire.JsonWireError, match=rf"^JSON nested deeper than {max_depth} levels$"):
+            jsonwire.loads(data, max_depth)
+    else:
+        assert jsonwire.loads(data, max_depth) == value
+
+
+def nest(depth: int, innermost: Any, kinds: str) -> Any:
+    value = innermost
+    for level in range(depth):
+        value = [value] if kinds[level % len(kinds)] == "l" else {"k": value, "s": "[[{{"}
+    return value
+
+
+@pytest.mark.parametrize("kinds", ["l", "d", "ld"])
+@pytest.mark.parametrize("innermost", [1, "x", None, [], {}])
+def test_the_depth_limit_is_exact(kinds, innermost):
+    extra = 1 if isinstance(innermost, (list, dict)) else 0
+    at_limit = nest(64 - extra, innermost, kinds)
+    assert jsonwire.loads(json.dumps(at_limit).encode(), 64) == at_limit
+    over = json.dumps(nest(65 - extra, innermost, kinds)).encode()
+    with pytest.raises(jsonwire.JsonWireError, match=r"^JSON nested deeper than 64 levels$"):
+        jsonwire.loads(over, 64)
+
+
+def test_depth_is_checked_on_the_slow_path_too():
+    """NaN goes through `json` (orjson refuses it): the same limit applies."""
+    at_limit = b"[" * 10 + b"NaN" + b"]" * 10
+    assert jsonwire.loads(at_limit, 10) is not None
+    with pytest.raises(jsonwire.JsonWireError, match=r"^JSON nested deeper than 10 levels$"):
+        jsonwire.loads(b"[" * 11 + b"NaN" + b"]" * 11, 10)
+
+
+def test_wide_and_deep_values():
+    wide = {"messages": [{"content": "x" * 10, "calls": [{"f": {"a": [1, 2, {"b": None}]}}]} for _ in range(2000)]}
+    assert not jsonwire.depth_exceeds(wide, 8)
+    assert jsonwire.depth_exceeds(wide, 7)
+    assert not jsonwire.depth_exceeds("scalar", 0)
+    assert jsonwire.depth_exceeds([], 0)
+
+
+def test_the_container_limit_is_exact_and_ignores_strings():
+    at_limit = b"[" + b",".join([b"[]"] * 99) + b',"[[{{"]'
+    assert len(jsonwire.loads(at_limit, 64, max_containers=100)) == 100
+    over = b"[" + b",".join([b"{}"] * 100) + b"]"
+    with pytest.raises(jsonwire.JsonWireError, match=r"^JSON with more than 100 arrays and objects$"):
+        jsonwire.loads(over, 64, max_containers=100)
