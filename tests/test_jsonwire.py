@@ -80,3 +80,13 @@ def test_the_container_limit_is_exact_and_ignores_strings():
     over = b"[" + b",".join([b"{}"] * 100) + b"]"
     with pytest.raises(jsonwire.JsonWireError, match=r"^JSON with more than 100 arrays and objects$"):
         jsonwire.loads(over, 64, max_containers=100)
+
+
+@pytest.mark.parametrize("limit", [1, 5, 50])
+def test_the_container_count_is_exact_for_any_bytes(limit):
+    """The quick bounds (the length, all brackets) never decide otherwise than counting those outside strings."""
+    for data in [b"[]" * limit, b"[]" * (limit + 1), b"{" * limit, b"{" * (limit + 1), b'"[[[[' + b"[" * limit,
+                 b'["\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["' + b",[]" * limit + b"]", b"x" * limit]:
+        skeleton = jsonwire._STRING.sub(b"", data)
+        expected = skeleton.count(b"[") + skeleton.count(b"{") > limit
+        assert jsonwire.has_too_many_containers(data, limit) == expected, data

@@ -61,8 +61,11 @@ def _loads_slowly(data: bytes, max_depth: int) -> Any:
 
 def has_too_many_containers(data: bytes, limit: int) -> bool:
     """Whether `data` opens more than `limit` arrays and objects. Brackets are counted at C speed: all of them
-    first (an upper bound), then, only when that is over the limit, those outside strings."""
-    if data.count(b"[") + data.count(b"{") <= limit:
+    first (an upper bound; deleting them is one pass, where `count` took one per bracket and a quarter longer),
+    then, only when that is over the limit, those outside strings."""
+    if len(data) <= limit:  # fewer bytes than the limit: fewer brackets too
+        return False
+    if len(data) - len(data.translate(None, b"[{")) <= limit:
         return False
     skeleton = _STRING.sub(b"", data)
     return skeleton.count(b"[") + skeleton.count(b"{") > limit
