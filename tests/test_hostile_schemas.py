@@ -114,3 +114,15 @@ def test_a_schema_is_checked_once(proxy, upstream):
     for _ in range(3):
         assert proxy.post(make_body("x", [tool(parameters)])).status_code == 200
     assert schema._cached_validator.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf"), -float("inf"), 2**70])
+def test_schemas_orjson_cannot_write_exactly_keep_validators_of_their_own(odd):
+    """The validator cache is keyed by the schema as orjson writes it, which writes NaN and infinities as null and
+    refuses integers past 64 bits (such schemas come from a body `json` decoded): each keeps its own validator."""
+    with_null = {"type": "object", "properties": {"a": {"enum": [None]}}}
+    with_odd = {"type": "object", "properties": {"a": {"enum": [odd]}}}
+    assert schema.validate({"a": None}, with_null) == []
+    assert schema.validate({"a": None}, with_odd) != []
+    assert schema.validate({"a": None}, with_null) == []
+    assert schema.validator_for(with_odd).schema["properties"]["a"]["enum"][0] is not None

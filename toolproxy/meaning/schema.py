@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
+import orjson
 import referencing.exceptions
 from referencing import Registry
 
@@ -143,16 +144,28 @@ def check(schema: Mapping[str, Any]) -> None:
 
 def validator_for(schema: Mapping[str, Any]) -> Any:
     """One validator per distinct schema, built once: agents send the same tools on every request."""
+    return _cached_validator(_key(schema))
+
+
+def _key(schema: Mapping[str, Any]) -> str | bytes:
+    """The schema as sorted JSON. orjson writes it 3 to 4 times faster than `json` (a tool's schema is keyed on
+    every request and every checked call), but writes NaN and infinities as null: a key with a null in it names
+    the schema alone only when it reads back as the schema; otherwise, and for what orjson refuses, `json`."""
     try:
-        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        key = None
+    if key is not None and (b"null" not in key or orjson.loads(key) == schema):
+        return key
+    try:
+        return json.dumps(schema, sort_keys=True, separators=(",", ":"))
     except (TypeError, ValueError):
         raise SchemaProblem("the schema is not JSON") from None
-    return _cached_validator(key)
 
 
 @functools.lru_cache(maxsize=512)
-def _cached_validator(key: str) -> Any:
-    schema = json.loads(key)
+def _cached_validator(key: str | bytes) -> Any:
+    schema = orjson.loads(key) if isinstance(key, bytes) else json.loads(key)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
