@@ -37,7 +37,7 @@ def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_00
     if not data.strip():
         raise InvalidRequest("the request body is empty; send a JSON object", code="invalid_json")
     try:
-        body = jsonwire.loads(data, max_depth, max_containers)
+        body = jsonwire.loads(data, max_depth, max_containers, keep_wire=True)
     except jsonwire.JsonWireError as error:
         raise InvalidRequest(f"could not parse the request: {error}", code="invalid_json") from None
     if not isinstance(body, dict):

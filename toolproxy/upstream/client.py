@@ -118,7 +118,7 @@ class HttpUpstream:
 
     def _post(self, request: UpstreamRequest) -> requests.Response:
         return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
-                          jsonwire.dumps(request.body), request.deadline)
+                          jsonwire.encode(request.body), request.deadline)
 
     def _send(self, method: str, url: str, api_key: str | None, data: bytes | None = None,
               deadline: float | None = None) -> requests.Response:
