@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,3 +91,22 @@ def test_the_container_count_is_exact_for_any_bytes(limit):
         skeleton = jsonwire._STRING.sub(b"", data)
         expected = skeleton.count(b"[") + skeleton.count(b"{") > limit
         assert jsonwire.has_too_many_containers(data, limit) == expected, data
+
+
+@pytest.mark.parametrize("number", [2**64, 2**64 - 1, -(2**63) - 1, -(2**63), 10**40, -(10**25)])
+def test_integers_past_64_bits_stay_exact(number):
+    """orjson would read these as floats (2**64 as 1.8446744073709552e19): a body and an event keep them whole."""
+    data = b'{"seed": %d, "messages": [{"n": [%d]}]}' % (number, number)
+    for value in (jsonwire.loads(data, 64), jsonwire.loads_fast(data), jsonwire.loads_fast(data.decode())):
+        assert value == {"seed": number, "messages": [{"n": [number]}]} and type(value["seed"]) is int
+    assert jsonwire.dumps(jsonwire.loads(data, 64)) == data.replace(b" ", b"")
+
+
+def test_an_argument_past_64_bits_reaches_the_client_whole(proxy, upstream):
+    upstream.completion('<tool_call>{"name": "pick", "arguments": {"id": 123456789012345678901234567890}}</tool_call>')
+    tool = {"type": "function", "function": {"name": "pick", "parameters": {
+        "type": "object", "properties": {"id": {"type": "integer"}}}}}
+    response = requests.post(f"{proxy.url}/v1/chat/completions", timeout=10, json={
+        "model": "m", "messages": [{"role": "user", "content": "pick"}], "tools": [tool]})
+    arguments = response.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+    assert arguments == '{"id":123456789012345678901234567890}'
