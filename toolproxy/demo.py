@@ -69,6 +69,11 @@ class _DemoStream:
         if self._include_usage:
             yield {**head, "choices": [], "usage": self._completion["usage"]}
 
+    def batches(self, shortcut: Any = None) -> Iterator[list[bytes | dict[str, Any]]]:
+        """Every chunk in a batch of its own, as if each came in its own read: nothing to shortcut."""
+        for chunk in self:
+            yield [chunk]
+
     def close(self) -> None:
         return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask import Response
@@ -20,6 +20,7 @@ from toolproxy.routes import incremental
 from toolproxy.routes.exchange import Exchange, model_text
 from toolproxy.routes.responses import (
     answer_chunks,
+    carries_content,
     guarded,
     json_response,
     relay_response,
@@ -32,7 +33,7 @@ from toolproxy.transform.response import (
     role_chunk,
 )
 from toolproxy.upstream.relay import HEARTBEAT, Relay
-from toolproxy.wire import cleaning, sse
+from toolproxy.wire import cleaning, sse, stencil
 from toolproxy.wire.shape import check_completion, check_forwardable
 
 logger = logging.getLogger(__name__)
@@ -125,20 +126,48 @@ def _committed(exchange: Exchange, relay: Relay[dict[str, Any]], header: ChunkHe
 
 
 def _passthrough_stream(exchange: Exchange) -> Response:
-    """Route 3: events go on as they arrive; only backend-only fields are removed."""
+    """Route 3: events go on as they arrive; only backend-only fields are removed. An event that differs from
+    one before it only in its text goes on as bytes (wire/stencil.py)."""
     exchange.route = "stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
     rename = exchange.request.model if exchange.target.upstream_model else None
-    text = StreamText(exchange.settings.log_field_chars)
+    passthrough = Passthrough(exchange, stencil.clean(exchange.target.reasoning, rename))
+    return relay_response(exchange, stream, passthrough.chunks, shortcut=passthrough)
 
-    def convert(item: dict[str, Any]) -> list[dict[str, Any]]:
-        chunk = cleaning.clean_chunk(item, exchange.target.reasoning)
-        if rename:
-            chunk["model"] = rename
-        text.add(chunk, exchange)
-        return [chunk]
 
-    return relay_response(exchange, stream, convert)
+class Passthrough:
+    """Route 3's events as the client gets them, with the record kept as they go by: decoded ones cleaned and
+    each teaching the stencil, the next ones filled into the stencil last learnt when they fit."""
+
+    def __init__(self, exchange: Exchange, clean: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self._exchange, self._clean = exchange, clean
+        self._text = StreamText(exchange.settings.log_field_chars)
+        self._stencil: stencil.Stencil | None = None
+
+    def chunks(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        """A decoded chunk, cleaned and recorded."""
+        cleaned = self._clean(chunk)
+        self._text.add(cleaned, self._exchange)
+        return [cleaned]
+
+    def convert(self, chunk: dict[str, Any], data: bytes | None) -> bytes:
+        (cleaned,) = self.chunks(chunk)
+        if data is not None:
+            self._stencil = stencil.learn(data, chunk, self._clean) or self._stencil
+        if self._exchange.first_byte is None and carries_content(cleaned):
+            self._exchange.first_byte = time.monotonic()
+        return sse.encode_event(cleaned)
+
+    def forward(self, read: bytes) -> bytes | None:
+        filled = self._stencil.fill(read) if self._stencil is not None else None
+        if filled is None:
+            return None
+        event, piece = filled
+        if piece:
+            self._text.add_piece(piece)
+            if self._exchange.first_byte is None:
+                self._exchange.first_byte = time.monotonic()
+        return event
 
 
 class StreamText:
@@ -151,14 +180,16 @@ class StreamText:
 
     def add(self, chunk: dict[str, Any], exchange: Exchange) -> None:
         for choice in chunk.get("choices") or []:
-            piece = (choice.get("delta") or {}).get("content") or ""
-            if piece and self._size < self._limit:
-                self._pieces.append(piece)
-                self._size += len(piece)
+            self.add_piece((choice.get("delta") or {}).get("content") or "")
             if choice.get("finish_reason"):
                 text = "".join(self._pieces)
                 exchange.raw_texts = [text]
                 exchange.final = {"choices": [{"message": {"content": text},
                                                "finish_reason": choice["finish_reason"]}]}
+
+    def add_piece(self, piece: str) -> None:
+        if piece and self._size < self._limit:
+            self._pieces.append(piece)
+            self._size += len(piece)
 
 

@@ -48,7 +48,7 @@ class Exchange:
     raw_texts: list[str] = field(default_factory=list)  # the model's text, per choice, as the upstream wrote it
     final: dict[str, Any] | None = None  # the answer as the client got it (non-streaming shape)
     upstream_seconds: float = 0.0
-    relay: Relay[dict[str, Any]] | None = None
+    relay: Relay[Any] | None = None
     client: Any = None  # the client's socket, watched while nothing is written (departure.py); None: unwatched
     strategy: str = ""  # how a stream with tools was answered: "buffered" or "incremental"
     first_byte: float | None = None  # when the first content or call went to the client (time.monotonic())

@@ -13,7 +13,7 @@ from flask import Response
 from toolproxy.errors import ProxyError
 from toolproxy.routes.exchange import Exchange
 from toolproxy.transform.response import ChunkHeader, completion_chunks
-from toolproxy.upstream.client import EventStream
+from toolproxy.upstream.events import Batch, EventStream, Shortcut
 from toolproxy.upstream.relay import FINISHED, HEARTBEAT, Finished, Heartbeat, Relay
 from toolproxy.wire import jsonwire, sse
 
@@ -37,11 +37,12 @@ def answer_chunks(exchange: Exchange, answer: dict[str, Any], header: ChunkHeade
 
 def relay_response(exchange: Exchange, stream: EventStream,
                    convert: Callable[[dict[str, Any]], list[dict[str, Any]]],
-                   finish: Callable[[], list[dict[str, Any]]] = list) -> Response:
+                   finish: Callable[[], list[dict[str, Any]]] = list, shortcut: Shortcut | None = None) -> Response:
     """A streaming upstream relayed event by event as it arrives, each chunk converted on the way, with
     heartbeats while the upstream is silent (or talks while nothing can go out yet: a long call held whole);
-    `finish` says what goes after the upstream's last event; closing the response closes the upstream."""
-    relay: Relay[dict[str, Any]] = Relay(lambda: iter(stream), deadline_seconds=exchange.settings.request_timeout)
+    `finish` says what goes after the upstream's last event; `shortcut` lets events that need nothing go out as
+    they came (see `EventStream.batches`); closing the response closes the upstream."""
+    relay: Relay[Batch] = Relay(lambda: stream.batches(shortcut), deadline_seconds=exchange.settings.request_timeout)
     exchange.relay = relay
 
     def produce() -> Iterator[bytes]:
@@ -74,10 +75,10 @@ def relay_response(exchange: Exchange, stream: EventStream,
 Convert = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
-def _ready_events(exchange: Exchange, relay: Relay[dict[str, Any]], item: dict[str, Any] | Heartbeat | Finished,
+def _ready_events(exchange: Exchange, relay: Relay[Batch], item: Batch | Heartbeat | Finished,
                   convert: Convert, finish: Callable[[], list[dict[str, Any]]], said: float
                   ) -> tuple[bytes, Finished | Exception | None]:
-    """`item` and every event the relay already holds, converted and encoded as one write, with how the run
+    """`item` and every batch the relay already holds, converted and encoded as one write, with how the run
     ended: FINISHED (`[DONE]` is in the write), an error to raise once the write is out, or None.
 
     Nothing waits for more: events that arrived together leave together (one send instead of one per event,
@@ -89,8 +90,12 @@ def _ready_events(exchange: Exchange, relay: Relay[dict[str, Any]], item: dict[s
                 pieces.extend(_events(exchange, finish()))
                 pieces.append(sse.DONE)
                 return b"".join(pieces), FINISHED
-            if isinstance(item, dict):
-                pieces.extend(_events(exchange, convert(item)))
+            if isinstance(item, list):
+                for event in item:
+                    if isinstance(event, bytes):
+                        pieces.append(event)  # ready: the shortcut made it and kept the record
+                    else:
+                        pieces.extend(_events(exchange, convert(event)))
             # A run that has said nothing for a heartbeat interval returns, so a keep-alive can go out.
             quiet = not pieces and time.monotonic() - said >= exchange.settings.heartbeat_interval
             if not relay.has_ready() or quiet:
@@ -102,12 +107,12 @@ def _ready_events(exchange: Exchange, relay: Relay[dict[str, Any]], item: dict[s
 
 def _events(exchange: Exchange, chunks: list[dict[str, Any]]) -> Iterator[bytes]:
     """Chunks as SSE events, noting when the first content (or call) goes out."""
-    if exchange.first_byte is None and any(_carries_content(chunk) for chunk in chunks):
+    if exchange.first_byte is None and any(carries_content(chunk) for chunk in chunks):
         exchange.first_byte = time.monotonic()
     return map(sse.encode_event, chunks)
 
 
-def _carries_content(chunk: dict[str, Any]) -> bool:
+def carries_content(chunk: dict[str, Any]) -> bool:
     return any((choice.get("delta") or {}).get("content") or (choice.get("delta") or {}).get("tool_calls")
                for choice in chunk.get("choices") or [] if isinstance(choice, dict))
 

@@ -65,6 +65,11 @@ class EventDecoder:
             raise EventTooLarge(f"an upstream event exceeded {self._max} bytes")
         return events
 
+    def is_idle(self) -> bool:
+        """Whether the next bytes start a new line of a new event (nothing half-read): a read that is one whole
+        event then means just that event, and the caller may take it without feeding it through."""
+        return not self._buffer and not self._data and not self._event and not self._skip_newline
+
     def finish(self) -> list[Event]:
         """End of stream: a last line without its newline still counts, an unterminated event is dispatched."""
         events: list[Event] = []
