@@ -37,10 +37,14 @@ QUEUE_ITEMS = 8
 
 
 class Relay(Generic[T]):
-    def __init__(self, produce: Callable[[], Iterator[T]], *, deadline_seconds: float) -> None:
+    def __init__(self, produce: Callable[[], Iterator[T]], *, deadline_seconds: float,
+                 merge: Callable[[T, T], bool] | None = None) -> None:
+        """`merge(queued, item)` may add an item to the last one still queued (returning True), so that what
+        was read while the consumer was busy is handed over in one piece, not one queue round each."""
         self._deadline = time.monotonic() + deadline_seconds
         self._deadline_seconds = deadline_seconds
         self._queue = gevent.queue.Queue(QUEUE_ITEMS)
+        self._merge = merge
         self._greenlet = gevent.spawn(self._pump, produce)
         self.waited = 0.0  # seconds spent waiting for the producer: the upstream's share of the time
 
@@ -51,13 +55,16 @@ class Relay(Generic[T]):
         if remaining <= 0:
             self.close()
             raise UpstreamTimeout(f"the upstream did not finish within {self._deadline_seconds:g} seconds")
-        started = time.monotonic()
-        try:
-            kind, value = self._queue.get(timeout=min(wait, remaining))
-        except gevent.queue.Empty:
-            return HEARTBEAT
-        finally:
-            self.waited += time.monotonic() - started
+        if self._queue.empty():
+            started = time.monotonic()
+            try:
+                kind, value = self._queue.get(timeout=min(wait, remaining))
+            except gevent.queue.Empty:
+                return HEARTBEAT
+            finally:
+                self.waited += time.monotonic() - started
+        else:
+            kind, value = self._queue.get_nowait()
         if kind is _END:
             return FINISHED
         if isinstance(value, BaseException):
@@ -74,9 +81,14 @@ class Relay(Generic[T]):
 
     def _pump(self, produce: Callable[[], Iterator[T]]) -> None:
         try:
-            first = True
+            first, queued = True, None
             for item in produce():
+                # The last item put is still queued while the queue is not empty (first in, first out), and no
+                # other greenlet runs between this check and the merge.
+                if queued is not None and self._merge and not self._queue.empty() and self._merge(queued, item):
+                    continue
                 self._queue.put((None, item))
+                queued = item
                 if first:
                     # The consumer sends the first item before this greenlet works through the rest of the read
                     # it came in (a fast upstream's whole answer): the client's first byte does not wait for them.
