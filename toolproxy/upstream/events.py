@@ -3,7 +3,9 @@ with a shortcut for the events a route can forward without decoding them (wire/s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
+from http.client import HTTPException, HTTPResponse
 from typing import Any, Protocol
 
 import gevent
@@ -127,12 +129,23 @@ class HttpEventStream:
 
     def _reads(self) -> Iterator[bytes | None]:
         """Each read as it comes, then None at the end of the body."""
+        read1 = self._reader()
         try:
-            while read := self._response.raw.read1(READ_SIZE, decode_content=True):
+            while read := read1(READ_SIZE):
                 yield read
             yield None
-        except (requests.RequestException, OSError, Urllib3Error) as error:
+        except (requests.RequestException, OSError, Urllib3Error, HTTPException) as error:
             raise translate(error) from None
+
+    def _reader(self) -> Callable[[int], bytes]:
+        """urllib3's read1 costs more than the read itself for an event-sized chunk (a context manager, a buffer
+        and a decoder per call): a body that is not compressed is read from http.client's response beneath it,
+        as urllib3 itself would read it. Its errors are http.client's and the socket's, translated the same."""
+        raw = self._response.raw
+        beneath = getattr(raw, "_fp", None)
+        if isinstance(beneath, HTTPResponse) and not raw.headers.get("Content-Encoding"):
+            return beneath.read1
+        return partial(raw.read1, decode_content=True)
 
     def _read_to_end(self) -> None:
         """After [DONE] only the end of the chunked body remains: read it, so the connection goes back to the pool
