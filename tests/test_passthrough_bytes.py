@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from typing import Any
 
 import pytest
@@ -165,4 +166,34 @@ def test_a_stream_cut_after_text_events_ends_with_an_error(upstream, proxy):
                                                              done=False)
     got = read_stream(proxy.post(make_body("hi", stream=True)))
     assert text_of(got[:-2]) == "".join(TEXTS)
+    assert got[-2]["error"]["code"] == "upstream_disconnected" and got[-1] == "[DONE]"
+
+
+def test_a_compressed_stream_is_decompressed_as_before(upstream, proxy):
+    events = [compact(chunk({"content": text})) for text in TEXTS] + [compact(chunk({}, "stop"))]
+
+    def answer(request, wire):
+        wire.send_head(200, {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"})
+        packer = zlib.compressobj(wbits=31)  # gzip framing
+        for data in [*events, "[DONE]"]:
+            wire.send_chunk(packer.compress(f"data: {data}\n\n".encode()) + packer.flush(zlib.Z_SYNC_FLUSH))
+        wire.send_chunk(packer.flush())
+        wire.end_chunks()
+
+    upstream.script = answer
+    got = read_stream(proxy.post(make_body("hi", stream=True)))
+    assert got[:-1] == [json.loads(event) for event in events] and got[-1] == "[DONE]"
+
+
+def test_a_chunk_cut_short_ends_with_an_error(upstream, proxy):
+    def answer(request, wire):
+        wire.send_head(200, {"Content-Type": "text/event-stream"})
+        for text in TEXTS[:3]:
+            wire.send_chunk(f"data: {compact(chunk({'content': text}))}\n\n".encode())
+        wire.sock.sendall(b"400\r\ndata: {")  # promises 1 KiB, then the connection ends
+        wire.sock.close()
+
+    upstream.script = answer
+    got = read_stream(proxy.post(make_body("hi", stream=True)))
+    assert text_of(got[:3]) == "".join(TEXTS[:3])
     assert got[-2]["error"]["code"] == "upstream_disconnected" and got[-1] == "[DONE]"
