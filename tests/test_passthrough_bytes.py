@@ -197,3 +197,13 @@ def test_a_chunk_cut_short_ends_with_an_error(upstream, proxy):
     got = read_stream(proxy.post(make_body("hi", stream=True)))
     assert text_of(got[:3]) == "".join(TEXTS[:3])
     assert got[-2]["error"]["code"] == "upstream_disconnected" and got[-1] == "[DONE]"
+
+
+def test_the_record_keeps_the_text_up_to_its_field_limit_as_before(upstream, serve, settings):
+    proxy = serve(with_settings(settings, log_field_chars=50))
+    pieces = [f"piece{n:02d}" for n in range(30)]  # 7 characters each: the 8th passes the limit
+    script(upstream, [compact(chunk({"content": piece})) for piece in pieces] + [compact(chunk({}, "stop"))])
+    got = read_stream(proxy.post(make_body("hi", stream=True)))
+    assert text_of(got[:-1]) == "".join(pieces)
+    text = model_text(proxy.url, wait_for_record(proxy.url))
+    assert text == "".join(pieces[:8])[:50] + "\n[… 6 more characters cut]"

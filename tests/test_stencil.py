@@ -59,7 +59,7 @@ def test_any_text_in_a_learnt_stencil_comes_out_as_the_full_path_makes_it(teach,
         return
     out, piece = filled
     assert json.loads(out[6:-2]) == full_path(read, convert)
-    assert piece == (text if key == "content" else None)
+    assert (json.loads(piece) if piece is not None else None) == (text if key == "content" else None)
 
 
 @settings(max_examples=500, deadline=None)
@@ -94,7 +94,7 @@ def test_a_stencil_forwards_the_read_itself_when_nothing_changes():
     assert learnt is not None
     read = read_of(with_text(CHUNKS[0], "content", "é \u2028"), ascii_only=True)
     filled = learnt.fill(read)
-    assert filled is not None and filled[0] is read and filled[1] == "é \u2028"
+    assert filled is not None and filled[0] is read and json.loads(filled[1]) == "é \u2028"
 
 
 def test_only_a_lone_data_line_is_taken_without_the_line_decoder():

@@ -33,7 +33,7 @@ from toolproxy.transform.response import (
     role_chunk,
 )
 from toolproxy.upstream.relay import HEARTBEAT, Relay
-from toolproxy.wire import cleaning, sse, stencil
+from toolproxy.wire import cleaning, jsonwire, sse, stencil
 from toolproxy.wire.shape import check_completion, check_forwardable
 
 logger = logging.getLogger(__name__)
@@ -135,6 +135,10 @@ def _passthrough_stream(exchange: Exchange) -> Response:
     return relay_response(exchange, stream, passthrough.chunks, shortcut=passthrough)
 
 
+LITERAL_BYTES = 16 * 1024  # text pieces gathered undecoded at most
+LEARN_UNUSED = 4  # a stream whose events never fit the one before (a changing id) stops learning after these
+
+
 class Passthrough:
     """Route 3's events as the client gets them, with the record kept as they go by: decoded ones cleaned and
     each teaching the stencil, the next ones filled into the stencil last learnt when they fit."""
@@ -143,6 +147,7 @@ class Passthrough:
         self._exchange, self._clean = exchange, clean
         self._text = StreamText(exchange.settings.log_field_chars)
         self._stencil: stencil.Stencil | None = None
+        self._unused = 0  # stencils learnt since one last fitted a read
 
     def chunks(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         """A decoded chunk, cleaned and recorded."""
@@ -152,8 +157,10 @@ class Passthrough:
 
     def convert(self, chunk: dict[str, Any], data: bytes | None) -> bytes:
         (cleaned,) = self.chunks(chunk)
-        if data is not None:
-            self._stencil = stencil.learn(data, chunk, self._clean) or self._stencil
+        if data is not None and self._unused < LEARN_UNUSED:
+            learnt = stencil.learn(data, chunk, self._clean)
+            if learnt is not None:
+                self._stencil, self._unused = learnt, self._unused + 1
         if self._exchange.first_byte is None and carries_content(cleaned):
             self._exchange.first_byte = time.monotonic()
         return sse.encode_event(cleaned)
@@ -162,23 +169,28 @@ class Passthrough:
         filled = self._stencil.fill(read) if self._stencil is not None else None
         if filled is None:
             return None
-        event, piece = filled
-        if piece:
-            self._text.add_piece(piece)
+        self._unused = 0
+        event, literal = filled
+        if literal is not None:  # content, never empty
+            self._text.add_literal(literal)
             if self._exchange.first_byte is None:
                 self._exchange.first_byte = time.monotonic()
         return event
 
 
 class StreamText:
-    """The text of a passthrough stream, kept for the transform log up to its field limit."""
+    """The text of a passthrough stream, kept for the transform log up to its field limit. Pieces that came as
+    bytes stay JSON strings until the text is read or a few KiB have gathered: then one decode takes them all."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
         self._pieces: list[str] = []
         self._size = 0
+        self._literals: list[bytes] = []
+        self._pending = 0
 
     def add(self, chunk: dict[str, Any], exchange: Exchange) -> None:
+        self._decode()
         for choice in chunk.get("choices") or []:
             self.add_piece((choice.get("delta") or {}).get("content") or "")
             if choice.get("finish_reason"):
@@ -192,4 +204,17 @@ class StreamText:
             self._pieces.append(piece)
             self._size += len(piece)
 
+    def add_literal(self, literal: bytes) -> None:
+        """A piece still as its JSON string (a well-formed one: wire/stencil.py checked it)."""
+        if self._size < self._limit:
+            self._literals.append(literal)
+            self._pending += len(literal)
+            if self._pending >= LITERAL_BYTES:
+                self._decode()
 
+    def _decode(self) -> None:
+        if self._literals:
+            pieces = jsonwire.loads_fast(b"[" + b",".join(self._literals) + b"]")
+            self._literals, self._pending = [], 0
+            for piece in pieces:
+                self.add_piece(piece)

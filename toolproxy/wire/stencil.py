@@ -37,8 +37,9 @@ class Stencil:
     out_tail: bytes
     is_content: bool  # the text is the delta's content (what the record keeps), not reasoning
 
-    def fill(self, read: bytes) -> tuple[bytes, str | None] | None:
-        """The event for the client and its content (None for reasoning), when `read` fits; else None."""
+    def fill(self, read: bytes) -> tuple[bytes, bytes | None] | None:
+        """The event for the client and its content as a JSON string (None for reasoning), when `read` fits;
+        else None."""
         start, end = len(self.head), len(read) - len(self.tail)
         if end - start <= 2 or not read.startswith(self.head) or not read.endswith(self.tail):
             return None  # `""` too: whether an empty text is dropped or kept is the full path's to say
@@ -47,7 +48,7 @@ class Stencil:
         literal = read[start:end]
         if not literal.isascii() and not _is_utf8(literal):
             return None  # the full path replaces what is not UTF-8; bytes are never forwarded broken
-        text = jsonwire.loads_fast(literal) if self.is_content else None
+        text = literal if self.is_content else None
         if self.out_head is self.head and self.out_tail is self.tail:
             return read, text
         return self.out_head + literal + self.out_tail, text
