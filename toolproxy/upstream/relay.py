@@ -31,8 +31,9 @@ class Finished:
 HEARTBEAT = Heartbeat()
 FINISHED = Finished()
 _END = object()
-# Items produced but not yet written to the client. Bounded, so a client that stops reading stops the pump, and
-# TCP back-pressure stops the upstream: memory per request stays flat whatever the client does.
+# Items produced but not yet written to the client. Bounded (and so is what `merge` adds to one), so a client that
+# stops reading stops the pump, and TCP back-pressure stops the upstream: memory per request stays flat whatever
+# the client does.
 QUEUE_ITEMS = 8
 
 
