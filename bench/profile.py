@@ -42,8 +42,8 @@ def summarize(raw: str, top: int = 25) -> str:
     samples = 0
     for line in raw.splitlines():
         stack, _, count_text = line.rpartition(" ")
-        if not stack:
-            continue
+        if not stack or not count_text.isdigit():
+            continue  # py-spy's own notes (e.g. a sample it could not read) share the file
         count = int(count_text)
         frames = [frame.split(" (")[0] + " " + frame.rsplit("/", 1)[-1].rstrip(")") for frame in stack.split(";")]
         samples += count
