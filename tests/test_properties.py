@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from toolproxy.dialects.base import merge_text, source_of
 from toolproxy.meaning.extraction import accept, scanner
-from toolproxy.wire import sse
+from toolproxy.wire import jsonwire, sse
 
 TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}}},
          "bash": {"type": "object", "properties": {"command": {"type": "string"}}}}
@@ -61,3 +61,18 @@ def test_sse_event_limit():
     except sse.EventTooLarge:
         return
     raise AssertionError("an endless event must be refused")
+
+
+_ANY_TEXT = st.text(st.characters(exclude_categories=()))  # lone surrogates included
+_JSON_SCALARS = st.none() | st.booleans() | st.integers() | st.integers(min_value=-2**70, max_value=2**70) \
+    | st.floats(allow_nan=True, allow_infinity=True) | _ANY_TEXT | st.sampled_from([1e-05, 1e16, 1e22, -0.0, 2**64])
+_JSON_VALUES = st.recursive(_JSON_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                            | st.dictionaries(_ANY_TEXT | st.integers(), inner, max_size=4), max_leaves=20)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON_VALUES)
+def test_arguments_text_is_the_stdlib_json(value):
+    """Call arguments are written by orjson where it writes what `json` writes: any value, floats, integers past
+    64 bits, lone surrogates and non-string keys included, gives json's own text."""
+    assert jsonwire.dumps_text(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -17,7 +17,7 @@ from toolproxy.transform import request_transform
 from toolproxy.transform.live import Delta
 from toolproxy.transform.live_channels import LiveReply
 from toolproxy.transform.response import ToolRequest, finish_reason, new_call_id
-from toolproxy.wire import cleaning
+from toolproxy.wire import cleaning, jsonwire
 
 
 def fallback_reason(exchange: Exchange) -> str | None:
@@ -139,7 +139,7 @@ class LiveConverter:
         while call_id in self._ids:
             call_id = new_call_id(self._request.id_style)
         self._ids.add(call_id)
-        encoded = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        encoded = jsonwire.dumps_text(arguments)
         return {"index": position, "id": call_id, "type": "function", "function": {"name": name, "arguments": encoded}}
 
     def _chunk(self, index: int, delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Extraction, Policy, accept, extract
+from toolproxy.wire import jsonwire
 from toolproxy.wire.cleaning import clean_completion
 from toolproxy.wire.shape import check_completion
 
@@ -175,7 +176,7 @@ def finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:
 
 
 def _wire_call(call: Call) -> dict[str, Any]:
-    arguments = json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+    arguments = jsonwire.dumps_text(call.arguments)
     return {"id": "", "type": "function", "function": {"name": call.name, "arguments": arguments}}
 
 

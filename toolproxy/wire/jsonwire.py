@@ -141,3 +141,31 @@ def dumps(value: Any) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def dumps_text(value: Any) -> str:
+    """Exactly `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`, a call's `arguments` as clients
+    have always received them, written by orjson where its text is the same (3x faster on a 256 KB argument).
+    It is the same for every string, integer, boolean, null and container; it differs for some floats (1e-05
+    is `0.00001` in orjson, NaN is `null`), so a value holding a float goes to `json`, and so does anything
+    orjson refuses (integers past 64 bits, lone surrogates, non-string keys). A test compares the two."""
+    if not _has_float(value):
+        try:
+            return orjson.dumps(value).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _has_float(value: Any) -> bool:
+    """Whether a float is anywhere in `value`; iterative, one look per container and item."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float):
+            return True
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return False
