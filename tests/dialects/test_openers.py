@@ -95,6 +95,20 @@ def test_the_lookahead_never_changes_what_is_found(name: str, data: st.DataObjec
 RENDERING = sorted(name for name, dialect in DIALECTS.items() if hasattr(dialect, "render_call"))
 
 
+@pytest.mark.parametrize("name", sorted(PLAIN_HINTS))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_hint_found_at_its_first_character_is_the_regex_search(name: str, data: st.DataObject) -> None:
+    """A block scanner tries its hint at each `<` (str.find) before it lets the regex search: same match, floods of
+    `<` and openers (more than it tries one by one) included."""
+    scanner = DIALECTS[name].scanner(TOOLS)
+    assert isinstance(scanner, BlockScanner)
+    text = data.draw(texts(name) | st.text(alphabet="<a", max_size=64).map(lambda flood: flood + "<tool_call>"))
+    start = data.draw(st.integers(min_value=0, max_value=len(text)))
+    found, expected = scanner._find_hint(text, start), scanner._hint.search(text, start)
+    assert (found and (found.span(), found.group())) == (expected and (expected.span(), expected.group()))
+
+
 @pytest.mark.parametrize("name", RENDERING)
 def test_a_call_still_arriving_is_held_back_at_every_cut(name: str) -> None:
     """Whatever part of a call has arrived, none of it goes out as text: the opener's lookahead lets it through."""
