@@ -102,10 +102,10 @@ def _rewrap_stream(exchange: Exchange) -> Response:
         first = relay.next(settings.commit_after)
         if first is not HEARTBEAT:
             assert isinstance(first, dict)
-            chunks = answer_chunks(exchange, first, header, role_sent=False)
+            events = answer_chunks(exchange, first, header, role_sent=False)
             exchange.first_byte = time.monotonic()
             exchange.log(200)
-            return sse_response(iter(chunks))
+            return sse_response(iter([events]))
     except BaseException:
         relay.close()
         raise
@@ -120,7 +120,7 @@ def _committed(exchange: Exchange, relay: Relay[dict[str, Any]], header: ChunkHe
             yield sse.encode_comment("keep-alive")
         assert isinstance(item, dict)
         exchange.first_byte = time.monotonic()
-        yield from answer_chunks(exchange, item, header, role_sent=True)
+        yield answer_chunks(exchange, item, header, role_sent=True)
 
     return guarded(exchange, produce, relay.close)
 

@@ -25,14 +25,15 @@ def whole_answer(exchange: Exchange, answer: dict[str, Any]) -> Response:
     """A finished answer as the client asked for it: one JSON object, or replayed as a stream."""
     if not exchange.request.stream:
         return json_response(answer)
-    return sse_response(iter(answer_chunks(exchange, answer, ChunkHeader.new(exchange.request.model),
-                                            role_sent=False)))
+    return sse_response(iter([answer_chunks(exchange, answer, ChunkHeader.new(exchange.request.model),
+                                            role_sent=False)]))
 
 
-def answer_chunks(exchange: Exchange, answer: dict[str, Any], header: ChunkHeader,
-                   role_sent: bool) -> list[bytes]:
+def answer_chunks(exchange: Exchange, answer: dict[str, Any], header: ChunkHeader, role_sent: bool) -> bytes:
+    """A finished answer's events, [DONE] included, as one piece: the server writes it to the client at once
+    instead of once per event (a socket send and an HTTP chunk each), and the client reads the same events."""
     chunks = completion_chunks(answer, header, include_usage=exchange.request.include_usage, role_sent=role_sent)
-    return [*map(sse.encode_event, chunks), sse.DONE]
+    return b"".join([*map(sse.encode_event, chunks), sse.DONE])
 
 
 def relay_response(exchange: Exchange, stream: EventStream,
