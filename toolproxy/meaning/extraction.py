@@ -17,6 +17,7 @@ from typing import Any
 
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.dialects.chain import ChainScanner, scan_whole
+from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.json_repair import repair_arguments
@@ -113,8 +114,8 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
     text = "".join(segment.text for segment in extraction.segments if isinstance(segment, Text))
     for call in quoted:  # markup the model quoted on purpose is not a failed attempt at a call
         text = text.replace(call.source, "", 1)
-    markers = (*CALL_MARKERS, *(f"<{name}>" for name in tools))
-    found = {marker for marker in markers if marker in text}
+    # One pass for all of them (markers_in): 26 `in` over a 256 KB prose reply took 1.8 ms.
+    found = markers_in(text, (*CALL_MARKERS, *(f"<{name}>" for name in tools)))
     if found:
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
 
