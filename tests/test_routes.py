@@ -10,8 +10,9 @@ import string
 from tests.conftest import make_body, make_tool, with_settings
 from tests.fake_upstream import completion
 from tests.sse_client import accumulate, read_stream
-from toolproxy.transform.response import new_call_id, new_completion_id, random_id
+from toolproxy.transform.response import new_call_id, new_completion_id
 from toolproxy.version import __version__
+from toolproxy.wire.ids import random_id
 
 READ = make_tool("read", {"path": {"type": "string"}, "limit": {"type": "integer"}}, ["path"])
 CALL_ID = re.compile(r"call_[A-Za-z0-9]{24}")

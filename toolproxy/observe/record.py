@@ -9,14 +9,14 @@ import functools
 import json
 import os
 import re
-import secrets
-import string
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from toolproxy.wire.ids import random_id
 
 REDACTED = "[redacted]"
 # (word that must be there, pattern): bounded quantifiers and a final greedy class, so linear; the pattern runs
@@ -28,9 +28,6 @@ _SECRET_PATTERNS = (
     ("key", re.compile(r"""(?i)(api[_-]?key["']?\s{0,8}[:=]\s{0,8}["']?)[^\s"',;&{}\[\]]+""")),
 )
 SECRET_KEY = re.compile(r"(?i)(?:^|[_-])(?:api[_-]?key|authorization)$")  # api_key, x-api-key, OPENAI_API_KEY
-_ALPHABET = string.ascii_letters + string.digits
-_LETTERS = bytes(ord(_ALPHABET[byte % len(_ALPHABET)]) for byte in range(256))  # byte -> letter, for translate()
-_UNEVEN = bytes(range(256 - 256 % len(_ALPHABET), 256))  # 248..255: dropped, they would favour the first 8 letters
 
 
 @dataclass(slots=True)
@@ -163,14 +160,8 @@ def _escaped(secret: str) -> re.Pattern[str]:
 
 
 def new_request_id() -> str:
-    """The id of a request's record: sent back as `X-Request-Id`, shown by the dashboard, in the log line. Each of
-    its 16 letters is drawn evenly from 62 out of the system's randomness, as `secrets.choice` draws them, but from
-    one read (`secrets.choice` read it 16 times: 13 us a request): a byte past the last whole multiple of 62 is
-    dropped, never folded onto a letter."""
-    letters = b""
-    while len(letters) < 16:
-        letters += secrets.token_bytes(24).translate(_LETTERS, _UNEVEN)
-    return "req_" + letters[:16].decode("ascii")
+    """The id of a request's record: sent back as `X-Request-Id`, shown by the dashboard, in the log line."""
+    return "req_" + random_id(16)
 
 
 def new_record(client: str, address: str, request_bytes: int, request_id: str | None = None,

@@ -4,8 +4,6 @@ ids, finish_reason, and the same answer re-wrapped as chat-completion chunks for
 from __future__ import annotations
 
 import json
-import secrets
-import string
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,22 +14,8 @@ from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Extraction, Policy, accept, extract
 from toolproxy.wire import jsonwire
 from toolproxy.wire.cleaning import clean_completion
+from toolproxy.wire.ids import random_id
 from toolproxy.wire.shape import check_completion
-
-_ID_ALPHABET = string.ascii_letters + string.digits
-# Random bytes to id characters: a byte below 248 (4 x 62) picks one of the 62 evenly, the rest are deleted, so
-# every character is as likely as with secrets.choice, which read the OS's random source once per character.
-_EVEN = len(_ID_ALPHABET) * (256 // len(_ID_ALPHABET))
-_ID_TABLE = bytes(ord(_ID_ALPHABET[byte % len(_ID_ALPHABET)]) if byte < _EVEN else 0 for byte in range(256))
-_UNEVEN = bytes(range(_EVEN, 256))
-
-
-def random_id(length: int) -> str:
-    """`length` letters or digits from the OS's random source, in one read (almost always): 25 us -> 1 us."""
-    chosen = b""
-    while len(chosen) < length:
-        chosen += secrets.token_bytes(length + 8).translate(_ID_TABLE, _UNEVEN)
-    return chosen[:length].decode("ascii")
 
 
 def new_call_id(style: str = "openai") -> str:
