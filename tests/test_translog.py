@@ -280,3 +280,27 @@ def test_several_logs_on_one_directory_share_the_store(tmp_path: Path) -> None:
     add_all(first, make_record(1))
     add_all(second, make_record(2))
     assert len(first.recent()) == len(second.recent()) == 2
+
+
+def test_rows_waiting_for_a_stuck_disk_are_bounded_in_bytes(tmp_path, caplog):
+    """A writer that cannot keep up (here: another process holds the database) must cost records, not memory:
+    200 records of 1 MB each are refused beyond the byte bound instead of piling up in the worker."""
+    import tracemalloc
+
+    log = TransformLog(str(tmp_path), max_field_chars=2_000_000)
+    holder = sqlite3.connect(log.path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with caplog.at_level(logging.WARNING):
+            for number in range(200):
+                log.add(make_record(number, raw_text="x" * (1 << 20) + str(number)))
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert peak < translog.MAX_PENDING_BYTES + 40 * (1 << 20), f"{peak >> 20} MiB held for the writer"
+    assert "the disk is not keeping up" in caplog.text
+    log.flush(30)

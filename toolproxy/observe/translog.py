@@ -26,6 +26,9 @@ BATCH_ROWS = 100
 BATCH_SECONDS = 0.2
 IDLE_SECONDS = 5.0  # a writer with nothing to do ends, and closes its connection; the next add starts another
 MAX_PENDING = 10_000  # rows waiting for the disk; beyond this a stuck disk costs records, never memory
+# ... and their bytes: a row of a 256 KB exchange holds ~400 KB, so a writer falling behind under load (it competes
+# for the GIL with the workers' greenlets) grew a worker by hundreds of MiB long before 10,000 rows.
+MAX_PENDING_BYTES = 64 * 1024 * 1024
 SCHEMA_ATTEMPTS = 20
 _SCHEMA = """CREATE TABLE IF NOT EXISTS records (
     id INTEGER PRIMARY KEY, request_id TEXT NOT NULL, started REAL NOT NULL, model TEXT NOT NULL,
@@ -88,11 +91,12 @@ class TransformLog:
         self._urgent: Any = monkey.get_original("queue", "SimpleQueue")()  # a flush waiting: write without delay
         self._lock: Any = monkey.get_original("_thread", "allocate_lock")()
         self._running = False
+        self._pending_bytes = 0  # of the rows queued, under `_lock`
 
     def _enqueue(self, item: Row | _Barrier) -> None:
         if self._pid != os.getpid():
             self._prepare_process()
-        if isinstance(item, tuple) and self._queue.qsize() >= MAX_PENDING:
+        if isinstance(item, tuple) and not self._reserve(_size(item)):
             self._dropped += 1
             if self._dropped % 1000 == 1:
                 logger.warning("transform log: the disk is not keeping up; %d record(s) dropped", self._dropped)
@@ -102,6 +106,14 @@ class TransformLog:
             if not self._running:
                 _start_thread(self._run, (self._queue,))
                 self._running = True
+
+    def _reserve(self, size: int) -> bool:
+        """Room for a row of `size` bytes among those waiting for the writer, taken if there is."""
+        with self._lock:
+            if self._queue.qsize() >= MAX_PENDING or self._pending_bytes + size > MAX_PENDING_BYTES:
+                return False
+            self._pending_bytes += size
+            return True
 
     def _run(self, pending: Any) -> None:
         connection: sqlite3.Connection | None = None
@@ -150,6 +162,8 @@ class TransformLog:
         try:
             return self._insert(connection, rows) if rows else connection
         finally:
+            with self._lock:
+                self._pending_bytes -= sum(_size(row) for row in rows)
             for item in items:
                 if isinstance(item, _Barrier):
                     item.done = True
@@ -235,3 +249,8 @@ def _retry_locked(action: Callable[[], None]) -> None:
             if not ("locked" in str(error) or "busy" in str(error)) or attempt == SCHEMA_ATTEMPTS - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
+
+
+def _size(row: Row) -> int:
+    """A row's weight in the queue: its text and bytes (the record, its summary, the short columns)."""
+    return sum(len(value) for value in row if isinstance(value, (str, bytes)))
