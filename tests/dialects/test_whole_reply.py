@@ -77,13 +77,15 @@ def test_markers_in_long_text_after_a_flood_of_first_characters(text, flood):
     assert markers_in(text, MARKERS) == {marker for marker in MARKERS if marker in text}
 
 
-@pytest.mark.parametrize("name", sorted(DIALECTS))
+TOKEN_FAMILY = sorted(name for name in DIALECTS if isinstance(DIALECTS[name].scanner(TOOLS), TokenBlockScanner))
+
+
+@pytest.mark.parametrize("name", TOKEN_FAMILY)
 def test_token_block_markers_are_the_openers(name):
     """For the special-token family the scanner's openers are where calls begin: the markers are exactly they,
     save harmony's stripped headers, which all hold `to=functions.`."""
     scanner = DIALECTS[name].scanner(TOOLS)
-    if not isinstance(scanner, TokenBlockScanner):
-        pytest.skip("not of the special-token family")
+    assert isinstance(scanner, TokenBlockScanner)
     openers = set(scanner._openers)
     markers = set(DIALECTS[name].markers(TOOLS) or ())
     assert all(any(marker in opener for marker in markers) for opener in openers)
