@@ -77,13 +77,19 @@ _INT64_EDGE = 2.0**63
 
 def _may_have_lost_an_integer(value: Any) -> bool:
     """Whether orjson's value holds a float at or past the 64-bit range, which it may have made of an integer: that
-    JSON is decoded again by json (a genuine float that large costs only the second decode). Level by level as in
-    `depth_exceeds`; a level's values are looked at in Python only when it holds a float at all (`float in
-    map(type, ...)` runs in C): 32 us for a 1 MB transcript. A 19-digit search of the bytes instead cost 2.4 ms on
-    a 256 KB answer and sent every body with a long number in a string (a hash, a timestamp) to json."""
+    JSON is decoded again by json (a genuine float that large costs only the second decode). A 19-digit search of
+    the bytes instead cost 2.4 ms on a 256 KB answer and sent every body with a long number in a string (a hash, a
+    timestamp) to json."""
+    return _has_float(value, _INT64_EDGE)
+
+
+def _has_float(value: Any, at_least: float = 0.0) -> bool:
+    """Whether a float (NaN included) of at least `at_least` in size is anywhere in `value`, a decoded JSON value.
+    Level by level as in `depth_exceeds`; a level's values are looked at in Python only when it holds a float at
+    all (`float in map(type, ...)` runs in C): 32 us for a 1 MB transcript."""
     level = [value]
     while level:
-        if float in map(type, level) and any(type(item) is float and abs(item) >= _INT64_EDGE for item in level):
+        if float in map(type, level) and any(type(item) is float and not abs(item) < at_least for item in level):
             return True
         level = gc.get_referents(*level)
     return False
@@ -161,17 +167,3 @@ def dumps_text(value: Any) -> str:
         except (TypeError, orjson.JSONEncodeError):
             pass
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _has_float(value: Any) -> bool:
-    """Whether a float is anywhere in `value`; iterative, one look per container and item."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, float):
-            return True
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, (list, tuple)):
-            stack.extend(node)
-    return False
