@@ -52,6 +52,25 @@ def test_read_like_tools_of_every_client(demo, name, parameter):
     assert calls_of(message) == [(name, {parameter: "README.md"})]
 
 
+# Cline 3's `read_files` (the `cline` 3.0.65 CLI, @cline/core 0.0.86: zod's schema as JSON Schema): a list of files,
+# each with its path and an optional line range.
+_LINE = {"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"type": "null"}]}
+READ_FILES = {"type": "function", "function": {"name": "read_files", "parameters": {
+    "type": "object", "required": ["files"], "properties": {"files": {"type": "array", "items": {
+        "type": "object", "required": ["path"],
+        "properties": {"path": {"type": "string"}, "start_line": _LINE, "end_line": _LINE}}}}}}}
+
+
+def test_cline_3_reads_a_list_of_files(demo):
+    """The Cline CLI recipe's prompt gets a call: the one file it names, as the only entry of `files`."""
+    body = make_body("read README.md and summarize it", [EXEC, READ_FILES])
+    streamed = accumulate(read_stream(demo.post({**body, "stream": True})))["tool_calls"]
+    assert [(call["name"], json.loads(call["arguments"])) for call in streamed] == [
+        ("read_files", {"files": [{"path": "README.md"}]})]
+    assert calls_of(demo.post(body).json()["choices"][0]["message"]) == [
+        ("read_files", {"files": [{"path": "README.md"}]})]
+
+
 def test_without_a_read_tool_the_demo_answers_with_text(demo):
     message = demo.post(make_body("read src/app.py", [EXEC])).json()["choices"][0]["message"]
     assert "tool_calls" not in message and "demo model" in message["content"]

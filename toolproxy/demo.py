@@ -20,8 +20,8 @@ DEMO_MODEL = "toolproxy-demo"
 _PATH = re.compile(r"(?<![\w/])(?:[\w.~-]*/[\w./~-]*\w|(?!(?:e\.g|i\.e)\b)[\w-]+\.[A-Za-z]\w{0,4}\b)")
 # Read-like tools across clients (read, read_file, Read, view, view_file, open_file, cat, readFile, ...), compared
 # lowercase without separators; and the parameters that take their path.
-_READ_TOOLS = frozenset({"read", "readfile", "view", "viewfile", "openfile", "cat", "fileread", "readtextfile",
-                         "getfilecontents"})
+_READ_TOOLS = frozenset({"read", "readfile", "readfiles", "view", "viewfile", "openfile", "cat", "fileread",
+                         "readtextfile", "getfilecontents"})
 _PATH_PARAMETERS = frozenset({"path", "filepath", "file", "filename", "targetfile", "absolutepath", "relativepath",
                               "uri"})
 _SAFE_DEFAULTS: dict[Any, Any] = {"integer": 1, "number": 1, "boolean": False, "array": [], "object": {}}
@@ -147,9 +147,9 @@ def _read_arguments(schema: dict[str, Any], path: str) -> dict[str, Any] | None:
     found = schema.get("properties")
     properties: dict[str, Any] = found if isinstance(found, dict) else {}
     path_names = [name for name in properties if _normal(name) in _PATH_PARAMETERS]
-    if not path_names:
+    arguments: dict[str, Any] | None = {path_names[0]: path} if path_names else _file_list(properties, path)
+    if arguments is None:
         return None
-    arguments: dict[str, Any] = {path_names[0]: path}
     for name in schema.get("required") or []:
         if name in arguments:
             continue
@@ -158,6 +158,17 @@ def _read_arguments(schema: dict[str, Any], path: str) -> dict[str, Any] | None:
             return None  # a required text parameter would need the user's words: no call
         arguments[name] = _SAFE_DEFAULTS[kind]
     return arguments
+
+
+def _file_list(properties: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """A list of file requests holding the one path, for tools that read several files in one call (Cline 3's
+    `read_files` takes `{"files": [{"path": ..., "start_line": ..., "end_line": ...}]}`)."""
+    for name, field in properties.items():
+        items = field.get("items") if isinstance(field, dict) and field.get("type") == "array" else None
+        entry = _read_arguments(items, path) if isinstance(items, dict) else None
+        if entry is not None:
+            return {name: [entry]}
+    return None
 
 
 def _normal(name: str) -> str:
