@@ -1,4 +1,4 @@
-"""Takes the README's dashboard screenshot: the demo model, a few transforms, headless Chromium.
+"""Takes the dashboard screenshot of docs/dashboard.md: the demo model, a few transforms, headless Chromium.
 
     .venv/bin/python docs/make_screenshot.py
 """

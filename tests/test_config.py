@@ -109,7 +109,7 @@ def test_a_mistyped_name_gets_the_closest_known_one(tmp_path):
     assert "unknown setting 'upstrem'; did you mean `upstream`?" in problems
     assert "models[0]: unknown key 'tool_mod'; did you mean `tool_mode`?" in problems
     assert "TOOLPROXY_UPSTREAM_APIKEY: unknown variable; did you mean `TOOLPROXY_UPSTREAM_API_KEY`?" in problems
-    assert "TOOLPROXY_ZZZ: unknown variable (the README lists" in problems
+    assert "TOOLPROXY_ZZZ: unknown variable (docs/configuration.md lists" in problems
 
 
 @pytest.mark.parametrize(("environ", "message"), [

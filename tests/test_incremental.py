@@ -135,7 +135,7 @@ REQUESTS = [ToolRequest(TOOLS), ToolRequest(TOOLS, policy=Policy("pass", "text")
 
 # A call with text before it on its line, then a fence opener on the same line that the next call takes with it:
 # whether the first call is a quote then waits on the second call's closing fence. A stream decides at the line's
-# end instead (documented in the README); no model output seen so far has this shape.
+# end instead (documented in docs/streaming.md); no model output seen so far has this shape.
 _FENCE_RIGHT_AFTER_CALL = re.compile(r"(?:</tool_call>|[}\]]|</function>)[ \t]*`")
 
 

@@ -6,6 +6,7 @@ text in several dialects; each client asks for every case whole and streamed, an
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, Gunicorn, make_tool, with_settings
 from tests.fake_upstream import FakeUpstream, Received, Wire, as_chunks, completion
-from tests.readme import PLACEHOLDER_URL, code_block
+from tests.readme import PLACEHOLDER_URL, code_block, recipe
 
 NODE_DIR = ROOT / "tests" / "node"
 READ = make_tool("read", {"path": {"type": "string"}, "limit": {"type": "integer"}}, ["path"])
@@ -126,13 +127,26 @@ def test_tools_reach_the_upstream_natively(client_results):
 
 
 @pytest.mark.parametrize("title", ["OpenAI SDK (Node)", "Vercel AI SDK"])
-def test_readme_snippet_runs_as_written(title, serve, settings):
-    """The README's JavaScript snippet, copied and run against the demo model with only the address changed."""
+def test_readme_snippet_runs_as_written(title, serve, settings, tmp_path):
+    """The JavaScript snippet of docs/clients.md, saved under the `.mjs` name its recipe gives and run with `node`
+    against the demo model, only the address changed; the packages the recipe says to install are the ones
+    tests/node pins, and nothing else is there to import."""
     node = node_binary()
+    text = recipe(title)
+    (file_name,) = set(re.findall(r"`node ([\w.-]+\.mjs)`", text))
+    installed = re.search(r"`npm install ([^`]+)`", text)
+    assert installed is not None, f"{title}: the recipe does not say what to install"
+    pinned = json.loads((NODE_DIR / "package.json").read_text(encoding="utf-8"))["dependencies"]
+    assert set(installed.group(1).split()) <= set(pinned)
+    modules = tmp_path / "node_modules"
+    modules.mkdir()
+    for package in installed.group(1).split():
+        (modules / package).parent.mkdir(parents=True, exist_ok=True)
+        (modules / package).symlink_to(NODE_DIR / "node_modules" / package)
     proxy = serve(with_settings(settings, upstream=None))
-    snippet = code_block(title, "js").replace(PLACEHOLDER_URL, f"{proxy.url}/v1")
-    result = subprocess.run([node, "--input-type=module", "-e", snippet], cwd=NODE_DIR, capture_output=True,
-                            text=True, timeout=100, check=False)
+    (tmp_path / file_name).write_text(code_block(title, "js").replace(PLACEHOLDER_URL, f"{proxy.url}/v1"))
+    result = subprocess.run([node, file_name], cwd=tmp_path, capture_output=True, text=True, timeout=100,
+                            check=False)
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("call"))
     assert line.split(": ", 1)[1].startswith("read_file ")

@@ -1,5 +1,5 @@
-"""The README's agent recipes hang together: each configuration parses, points at the proxy, and names the model
-its command line asks for. `make test-agents` runs them against the real CLIs; this keeps them sound in CI."""
+"""The agent recipes of docs/clients.md hang together: each configuration parses, points at the proxy, and names
+the model its command line asks for. `make test-agents` runs them against the real CLIs; this keeps them sound in CI."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolproxy", description="An OpenAI-compatible proxy that makes tool "
                                      "calling with local models work. Settings: flags over TOOLPROXY_* variables "
-                                     "over the YAML file (see the README's Configuration).")
+                                     "over the YAML file (see docs/configuration.md).")
     root.add_argument("--version", action="version", version=f"toolproxy {__version__}")
     commands = root.add_subparsers(dest="command", title="commands")
     serve = commands.add_parser("serve", help="run the proxy (gunicorn with gevent workers)")

@@ -1,4 +1,4 @@
-"""How each real agent CLI is set up and run headless against the proxy: with the README's own recipes (its
+"""How each real agent CLI is set up and run headless against the proxy: with the recipes of docs/clients.md (their
 configuration blocks and command lines, only the address changed), a temporary HOME, and the flags a test needs
 to read the result (JSON output, a deadline). Installed by `make test-agents` into .agents/ (tests/agents/
 package.json pins them)."""

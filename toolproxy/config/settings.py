@@ -222,7 +222,7 @@ def _unknown_variables(environ: Mapping[str, str]) -> list[str]:
         if name.startswith(_PREFIX) and name not in known:
             # Compared without the prefix that every name shares, which would make anything look close.
             hint = closest(name.removeprefix(_PREFIX), [item.removeprefix(_PREFIX) for item in known])
-            hint = hint.replace("`", f"`{_PREFIX}", 1) if hint else " (the README lists the settings)"
+            hint = hint.replace("`", f"`{_PREFIX}", 1) if hint else " (docs/configuration.md lists the settings)"
             problems.append(f"{name}: unknown variable{hint}")
     return problems
 
