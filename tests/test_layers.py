@@ -9,8 +9,12 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "toolproxy"
 # Lowest first. A module may import its own layer's modules and any lower layer's, never a higher one.
 LAYERS = ("version", "errors", "wire", "dialects", "config", "meaning", "transform", "clients", "upstream", "observe",
-          "demo", "routes", "web", "server", "cli", "__main__")
+          "demo", "routes", "fronts", "web", "server", "cli", "__main__")
 PURE = ("wire", "dialects", "meaning")
+# The stages of a request speak no client's protocol: they make neutral answers and events (transform/turn.py),
+# and only a front end (fronts/) encodes them, as bytes of its protocol, in an HTTP response.
+NEUTRAL = ("transform", "routes")
+PROTOCOL_WRITERS = ("flask", "werkzeug", "toolproxy.wire.sse", "toolproxy.fronts")
 IMPURE = ("flask", "werkzeug", "gevent", "requests")
 MAX_LINES = 300
 
@@ -79,6 +83,12 @@ def test_no_import_circles():
 def test_the_pure_core_does_no_io():
     wrong = [f"{name} imports {other}" for name, path in MODULES.items() if layer_of(name) in PURE
              for other in imports_of(path) if other.split(".")[0] in IMPURE]
+    assert wrong == []
+
+
+def test_the_stages_write_no_protocol():
+    wrong = [f"{name} imports {other}" for name, path in MODULES.items() if layer_of(name) in NEUTRAL
+             for other in imports_of(path) if other.startswith(PROTOCOL_WRITERS)]
     assert wrong == []
 
 

@@ -80,6 +80,24 @@ def test_filters_are_applied_in_sql(store: TransformLog) -> None:
     assert ids(model="qwen3'; DROP TABLE records; --") == [] and len(ids()) == 5
 
 
+def test_a_log_written_before_protocols_gains_the_column_and_keeps_its_records(tmp_path: Path) -> None:
+    old_schema = ("CREATE TABLE records (id INTEGER PRIMARY KEY, request_id TEXT NOT NULL, started REAL NOT NULL, "
+                  "model TEXT NOT NULL, client TEXT NOT NULL, route TEXT NOT NULL, status, has_issues INTEGER NOT "
+                  "NULL, worker INTEGER NOT NULL, overhead_ms REAL NOT NULL, repairs INTEGER NOT NULL, issue_count "
+                  "INTEGER NOT NULL, dialects TEXT NOT NULL, summary TEXT NOT NULL, record TEXT NOT NULL)")
+    with contextlib.closing(sqlite3.connect(tmp_path / translog.FILE_NAME)) as connection:
+        connection.executescript(old_schema)
+        connection.execute("INSERT INTO records (request_id, started, model, client, route, status, has_issues, "
+                           "worker, overhead_ms, repairs, issue_count, dialects, summary, record) VALUES "
+                           "('req_old', 1, 'm', 'c', 'plain', 200, 0, 1, 0, 0, 0, '[]', '{}', '{}')")
+        connection.commit()
+    log = TransformLog(str(tmp_path))
+    add_all(log, make_record(1, protocol="messages"))
+    assert [row["request_id"] for row in log.recent(protocol="messages")] == ["req_0000000000000001"]
+    assert [row["id"] for row in log.recent(protocol="chat")] == [1]  # the old record reads as chat
+    assert log.stats()["by_protocol"] == {"chat": 1, "messages": 1}
+
+
 def test_only_the_newest_max_records_are_kept(tmp_path: Path) -> None:
     log = TransformLog(str(tmp_path), max_records=10)
     add_all(log, *(make_record(number) for number in range(25)))

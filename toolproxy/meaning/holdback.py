@@ -152,6 +152,22 @@ def quoted_after(text: str, final: bool) -> bool | None:
     return False if end >= 0 or final else None
 
 
+class VerbatimWriter:
+    """Text exactly as the model wrote it, nothing held: for a client that gets the calls back inside the text
+    (VTC), where the text around a call keeps its place and its blank lines."""
+
+    has_calls = False
+
+    def text(self, text: str) -> str:
+        return text
+
+    def boundary(self, call: bool) -> None:
+        return None
+
+    def finish(self) -> str:
+        return ""
+
+
 class ContentWriter:
     """Text as it may go out now, so that the whole stream equals `Extraction.content()` of the whole answer:
     leading whitespace dropped; around calls each piece trimmed and pieces joined by a blank line; without calls

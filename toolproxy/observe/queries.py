@@ -17,6 +17,7 @@ _STATS_TOTALS = ("SELECT count(*), coalesce(sum(typeof(status) = 'integer' AND s
                  "coalesce(sum(repairs), 0), coalesce(sum(issue_count), 0), coalesce(sum(has_issues), 0) FROM records")
 _STATS_GROUPS = {
     "by_route": "SELECT route, count(*) FROM records GROUP BY route ORDER BY 2 DESC",
+    "by_protocol": "SELECT protocol, count(*) FROM records GROUP BY protocol ORDER BY 2 DESC",
     "by_status": "SELECT status, count(*) FROM records GROUP BY status ORDER BY 2 DESC",
     "by_dialect": "SELECT value, count(DISTINCT records.id) FROM records, json_each(records.dialects) "
                   "GROUP BY value ORDER BY 2 DESC",
@@ -28,10 +29,10 @@ _STATS_OVERHEAD = "SELECT overhead_ms FROM records ORDER BY overhead_ms"
 
 
 def recent(path: str, limit: int = 100, *, model: str | None = None, client: str | None = None,
-           status: int | str | None = None, has_issues: bool | None = None,
+           status: int | str | None = None, has_issues: bool | None = None, protocol: str | None = None,
            after_id: int | None = None) -> list[dict[str, Any]]:
     """Summaries, newest first, of the records matching every filter given."""
-    where, params = _filters(model=model, client=client, status=status, has_issues=has_issues,
+    where, params = _filters(model=model, client=client, status=status, has_issues=has_issues, protocol=protocol,
                              after_id=after_id)
     sql = f"SELECT id, summary FROM records{where} ORDER BY id DESC LIMIT ?"  # `where`: fixed fragments only
     (rows,) = _read(path, [(sql, (*params, max(0, limit)))])
@@ -79,12 +80,13 @@ def _read(path: str, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[An
 
 
 def _filters(*, model: str | None, client: str | None, status: int | str | None, has_issues: bool | None,
-             after_id: int | None) -> tuple[str, tuple[Any, ...]]:
+             protocol: str | None, after_id: int | None) -> tuple[str, tuple[Any, ...]]:
     """A WHERE clause of fixed fragments, and its parameters: no value is ever written into the SQL."""
     if isinstance(status, str) and status.isdigit():
         status = int(status)  # from a query string: "502" means the integer status stored
     wanted = (("model = ?", model), ("client = ?", client), ("status = ?", status),
-              ("has_issues = ?", None if has_issues is None else int(has_issues)), ("id > ?", after_id))
+              ("has_issues = ?", None if has_issues is None else int(has_issues)), ("protocol = ?", protocol),
+              ("id > ?", after_id))
     used = [(fragment, value) for fragment, value in wanted if value is not None]
     if not used:
         return "", ()

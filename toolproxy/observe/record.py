@@ -65,6 +65,7 @@ class TransformRecord:
     denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
     strategy: str = ""  # a stream with tools: "buffered" or "incremental"
     first_byte_ms: float | None = None  # a stream: from the request to the first content or call sent
+    protocol: str = "chat"  # the client's wire protocol (its front end's name): chat, messages, responses
 
     def has_issues(self) -> bool:
         return bool(self.issues) or any(call.get("valid") is False for call in self.calls)
@@ -165,9 +166,10 @@ def new_request_id() -> str:
 
 
 def new_record(client: str, address: str, request_bytes: int, request_id: str | None = None,
-               client_request_id: str = "") -> TransformRecord:
+               client_request_id: str = "", protocol: str = "chat") -> TransformRecord:
     return TransformRecord(request_id or new_request_id(), time.time(), client=client, address=address,
-                           request_bytes=request_bytes, worker=os.getpid(), client_request_id=client_request_id)
+                           request_bytes=request_bytes, worker=os.getpid(), client_request_id=client_request_id,
+                           protocol=protocol)
 
 
 def fill_answer(record: TransformRecord, answer: dict[str, Any] | None) -> None:

@@ -65,7 +65,8 @@ class Rows:
         status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
         # Converted here, so a malformed record costs itself in `add`, never its whole batch in the writer.
         return (_text(data["request_id"]), float(record.started), _text(data["model"]), _text(data["client"]),
-                _text(data["route"]), status, int(summary["has_issues"]), int(record.worker or 0),
+                _text(data["route"]), _text(data["protocol"]), status, int(summary["has_issues"]),
+                int(record.worker or 0),
                 float(record.overhead_ms or 0), int(record.repairs or 0), summary["issue_count"],
                 _json(data["dialects"]), _json(summary), _column(text))
 
@@ -161,7 +162,8 @@ def _refuse(value: Any) -> Any:
 
 def _summary(data: dict[str, Any], has_issues: bool) -> dict[str, Any]:
     keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
-            "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms")
+            "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms",
+            "protocol")
     return {**{key: data[key] for key in keys},
             "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
             "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],

@@ -38,11 +38,15 @@ _SCHEMA = """CREATE TABLE IF NOT EXISTS records (
     issue_count INTEGER NOT NULL,
     dialects TEXT NOT NULL,  -- JSON list, for stats() through json_each
     summary TEXT NOT NULL,   -- JSON: what recent() lists, so listing never parses the big records
-    record TEXT NOT NULL     -- JSON: the whole record, redacted and truncated
+    record TEXT NOT NULL,    -- JSON: the whole record, redacted and truncated
+    protocol TEXT NOT NULL DEFAULT 'chat'  -- the client's wire protocol (added later: see _add_columns)
 )"""
-_INSERT = ("INSERT INTO records (request_id, started, model, client, route, status, has_issues, worker, overhead_ms, "
-           "repairs, issue_count, dialects, summary, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-           "CAST(? AS TEXT))")  # the record may come as UTF-8 bytes (row.py): stored as the same text
+# Columns added after the first release, for a log written by an older version: (name, definition).
+_ADDED_COLUMNS = (("protocol", "TEXT NOT NULL DEFAULT 'chat'"),)
+_INSERT = ("INSERT INTO records (request_id, started, model, client, route, protocol, status, has_issues, worker, "
+           "overhead_ms, repairs, issue_count, dialects, summary, record) VALUES "
+           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT))")
+# (the record may come as UTF-8 bytes, row.py: it is stored as the same text)
 _PRUNE = "DELETE FROM records WHERE id <= (SELECT max(id) FROM records) - ?"
 
 
@@ -205,13 +209,14 @@ class TransformLog:
         with contextlib.closing(sqlite3.connect(self.path, timeout=5, isolation_level=None)) as connection:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.executescript(_SCHEMA)
+            _add_columns(connection)
 
     def recent(self, limit: int = 100, *, model: str | None = None, client: str | None = None,
-               status: int | str | None = None, has_issues: bool | None = None,
+               status: int | str | None = None, has_issues: bool | None = None, protocol: str | None = None,
                after_id: int | None = None) -> list[dict[str, Any]]:
         """Summaries, newest first, of the records matching every filter given."""
         return queries.recent(self.path, limit, model=model, client=client, status=status, has_issues=has_issues,
-                              after_id=after_id)
+                              protocol=protocol, after_id=after_id)
 
     def get(self, record_id: int) -> dict[str, Any] | None:
         """The full record (redacted and truncated as stored), or None."""
@@ -238,6 +243,15 @@ def _start_thread(function: Callable[..., None], args: tuple[Any, ...]) -> None:
     # A real OS thread whether or not gevent has patched the process: sqlite3 blocks whatever thread it runs in,
     # and a patched threading.Thread is a greenlet on the hub. See the report on why not the hub's threadpool.
     monkey.get_original("_thread", "start_new_thread")(function, args)
+
+
+def _add_columns(connection: sqlite3.Connection) -> None:
+    """The columns a log written by an older version lacks (two workers may race: the loser finds it there)."""
+    present = {row[1] for row in connection.execute("PRAGMA table_info(records)")}
+    for name, definition in _ADDED_COLUMNS:
+        if name not in present:
+            with contextlib.suppress(sqlite3.OperationalError):  # "duplicate column": another worker added it
+                connection.execute(f"ALTER TABLE records ADD COLUMN {name} {definition}")  # fixed names only
 
 
 def _retry_locked(action: Callable[[], None]) -> None:

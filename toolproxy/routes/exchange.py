@@ -21,6 +21,7 @@ from toolproxy.transform import request_transform
 from toolproxy.transform.chat_request import ChatRequest
 from toolproxy.transform.response import Outcome, ToolRequest, transform_completion
 from toolproxy.upstream.client import Upstream, UpstreamRequest, public_url
+from toolproxy.upstream.events import Shortcut
 from toolproxy.upstream.relay import Relay
 
 logger = logging.getLogger("toolproxy.routes.chat")  # the request's own line comes with its record (observe/logs.py)
@@ -28,35 +29,59 @@ logger = logging.getLogger("toolproxy.routes.chat")  # the request's own line co
 
 @dataclass(slots=True)
 class Exchange:
-    """One request on its way through the proxy; each stage reads what the earlier ones settled."""
+    """One request on its way through the proxy; each stage reads what the earlier ones settled and writes what
+    it learns into the record, where it arises."""
 
     request: ChatRequest
     target: ModelSettings
     settings: Settings
     upstream: Upstream
     upstream_api_key: str | None
+    record: TransformRecord  # what the transform log will show
     started: float = field(default_factory=time.monotonic)
-    route: str = ""
     outcome: Outcome = field(default_factory=Outcome)
-    repairs: int = 0
     vtc: bool = False  # a client that carries tool calls as XML in content (vtc.py)
-    route_reason: str = ""  # why native or VTC, for the transform log
     tools: ToolIndex = field(default_factory=dict)  # the tools calls may name: the request's, or the client prompt's
     body: dict[str, Any] = field(default_factory=dict)  # what goes upstream (before the per-model transform)
-    record: TransformRecord | None = None  # what the transform log will show
     sink: Callable[[TransformRecord], None] | None = None  # where the record goes when the request is over
-    raw_texts: list[str] = field(default_factory=list)  # the model's text, per choice, as the upstream wrote it
-    final: dict[str, Any] | None = None  # the answer as the client got it (non-streaming shape)
     upstream_seconds: float = 0.0
     relay: Relay[Any] | None = None
     client: Any = None  # the client's socket, watched while nothing is written (departure.py); None: unwatched
-    strategy: str = ""  # how a stream with tools was answered: "buffered" or "incremental"
-    first_byte: float | None = None  # when the first content or call went to the client (time.monotonic())
     notes: list[str] = field(default_factory=list)  # what the route decided, kept across repair rounds
+    # The front end's shortcut for a passthrough stream (routes/passthrough.py): upstream events its client may
+    # get as they came. None: every event is decoded into neutral items.
+    forward: Callable[[Any], Shortcut | None] | None = None
 
     def __post_init__(self) -> None:
         self.tools = self.tools or self.request.tools
         self.body = self.body or self.request.body
+        record, target = self.record, self.target
+        record.model, record.upstream = self.request.model, public_url(target.upstream)
+        record.mode = target.tool_mode + (" vtc" if self.vtc else "")
+        record.tools = self.request.body.get("tools")
+
+    def offer(self, tools: ToolIndex) -> None:
+        """The tools calls may name, when the client declared them elsewhere (a VTC client's prompt)."""
+        self.tools = tools
+        if not self.record.tools:
+            self.record.tools = [{"name": name, "parameters": schema} for name, schema in tools.items()]
+
+    def note(self, issue: str) -> None:
+        self.notes.append(issue)
+
+    def answered(self, texts: list[str], answer: dict[str, Any] | None) -> None:
+        """The model's text (per choice, as the upstream wrote it) and the answer the client gets."""
+        self.record.raw_text = "\n\n".join(texts)
+        self.delivered(answer)
+
+    def delivered(self, answer: dict[str, Any] | None) -> None:
+        """The answer as the client gets it (chat-completion shape), when a route wrote it anew."""
+        fill_answer(self.record, answer)
+
+    def first_byte(self) -> None:
+        """The first content or call is going to the client."""
+        if self.record.first_byte_ms is None:
+            self.record.first_byte_ms = (time.monotonic() - self.started) * 1000
 
     def upstream_request(self, *, stream: bool) -> UpstreamRequest:
         body = request_transform.upstream_body(self.body, self.target, stream=stream)
@@ -76,11 +101,10 @@ class Exchange:
                            access=AccessPolicy(target.allow_tools, target.deny_tools, target.deny_arguments))
 
     def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
-        self.raw_texts = [model_text(choice) for choice in completion.get("choices") or []]
         answer, self.outcome = transform_completion(
             completion, self.tool_request(), model=self.request.model if self.target.upstream_model else None)
-        self.outcome.repairs = self.repairs
-        self.final = answer
+        self.outcome.repairs = self.record.repairs
+        self.answered([model_text(choice) for choice in completion.get("choices") or []], answer)
         return answer
 
     def complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
@@ -101,14 +125,14 @@ class Exchange:
                 self.request.body.get("tool_choice")))
             if reason is None:
                 break
-            self.repairs += 1
+            self.record.repairs += 1
             upstream_request = repair.ask_again(upstream_request, completion, reason)
             completion = self.complete(upstream_request)
             answer = self.transform(completion)
         return answer
 
     def log(self, status: int | str, error: str | None = None, error_code: str | None = None) -> None:
-        if self.record is not None and self.sink is not None:
+        if self.sink is not None:
             try:
                 self.sink(fill_record(self.record, self, status, error, error_code))
             except Exception:  # an outer edge: the transform log must never fail a request
@@ -125,30 +149,20 @@ def model_text(choice: dict[str, Any]) -> str:
 
 
 def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, error: str | None,
-         error_code: str | None = None) -> TransformRecord:
-    outcome, request = exchange.outcome, exchange.request
-    record.model, record.route, record.status, record.error = request.model, exchange.route, status, error
-    record.error_code = error_code
-    record.route_reason = exchange.route_reason
-    record.mode = exchange.target.tool_mode + (" vtc" if exchange.vtc else "")
-    record.upstream = public_url(exchange.target.upstream)
+                error_code: str | None = None) -> TransformRecord:
+    """What is known only at the end: how it ended, the times, and what the transform did. A stream's outcome is
+    complete only once its last choice has finished, so it is read here, once, rather than choice by choice."""
+    outcome = exchange.outcome
+    record.status, record.error, record.error_code = status, error, error_code
     record.dialects = sorted(set(outcome.dialects))
     record.issues = [*exchange.notes, *outcome.issues]
     record.actions = [issue for issue in outcome.issues if issue.startswith(("access policy", "Stopped by"))]
-    record.repairs = exchange.repairs
     record.denied = list(outcome.denied)
-    record.tools = request.body.get("tools") or (
-        [{"name": name, "parameters": schema} for name, schema in exchange.tools.items()] if exchange.vtc else None)
-    record.raw_text = "\n\n".join(exchange.raw_texts)
     record.calls = [{**detail, "valid": not any(f"'{detail['name']}'" in failure for failure in outcome.failures)}
                     for detail in outcome.details]
-    fill_answer(record, exchange.final)
     total = time.monotonic() - exchange.started
     upstream = exchange.upstream_seconds + (exchange.relay.waited if exchange.relay is not None else 0.0)
     record.upstream_ms, record.overhead_ms = upstream * 1000, max(0.0, total - upstream) * 1000
-    record.strategy = exchange.strategy
-    if exchange.first_byte is not None:
-        record.first_byte_ms = (exchange.first_byte - exchange.started) * 1000
     return record
 
 

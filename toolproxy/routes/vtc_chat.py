@@ -1,42 +1,38 @@
 """`POST /v1/chat/completions` for virtual-tool-calling clients (Cline, Roo Code, Kilo Code): their calls go
 through the core (validation, loop guard, access policy, log) and come back as XML in content.
 
-Streaming text goes out live; only what may be the start of a call is held back, up to `max_buffer_bytes`.
+Streaming text goes out live; only what may be the start of a call is held back, up to `max_buffer_bytes`; the
+stream is the incremental route's (routes/incremental.py), its calls written as XML.
 With `vtc_native_bridge`, the client's prompt is turned into native `tools` and its XML history into
 `tool_calls`, the backend answers natively, and the answer is turned back into the client's XML.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
-
-from flask import Response
 
 from toolproxy.clients import vtc
 from toolproxy.clients.history import history_to_native
 from toolproxy.clients.prompt import ClientTools
 from toolproxy.dialects.base import Call, Segment, Text
-from toolproxy.meaning.extraction import accept, scanner
-from toolproxy.meaning.holdback import BoundedScanner
-from toolproxy.routes.chat import loop_guard_answer, loop_guard_reason
+from toolproxy.routes import incremental
+from toolproxy.routes.chat import Reply, loop_guard_answer, loop_guard_reason
 from toolproxy.routes.exchange import Exchange
-from toolproxy.routes.responses import relay_response, whole_answer
-from toolproxy.transform.native_stream import NativeCalls
-from toolproxy.transform.response import police
-from toolproxy.wire import cleaning
+from toolproxy.routes.streams import relay
+from toolproxy.transform.turn import Answer, CallOut, CallReady, Delta, Finished, Item
 
 logger = logging.getLogger(__name__)
+Writer = Callable[[], vtc.XmlWriter]
 
 
-def answer(exchange: Exchange) -> Response:
+def answer(exchange: Exchange) -> Reply:
     """The VTC counterpart of chat.answer."""
     messages = exchange.request.messages
     client = vtc.client_tools(messages)
-    exchange.tools = {**client.index(), **exchange.request.tools}
+    exchange.offer({**client.index(), **exchange.request.tools})
     reason = loop_guard_reason(exchange, vtc.structured_history(messages, exchange.tools, exchange.target.dialects))
     if reason is not None:
         return loop_guard_answer(exchange, reason)
@@ -60,123 +56,94 @@ def _bridge(exchange: Exchange, parsed: ClientTools) -> bool:
         return False
     native = history_to_native(exchange.request.messages, parsed)
     exchange.body = {**exchange.request.body, "tools": list(parsed.tools), "messages": native}
-    exchange.route = "vtc_bridge"
+    exchange.record.route = "vtc_bridge"
     return True
 
 
-def _complete(exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> Response:
-    """A whole answer (the bridge always asks for one): calls as XML in content, as JSON or as a stream."""
-    exchange.route = exchange.route or "vtc"
+def _complete(exchange: Exchange, writer: Writer) -> Answer:
+    """A whole answer (the bridge always asks for one): calls as XML in content."""
+    exchange.record.route = exchange.record.route or "vtc"
     answer = to_client(exchange.complete_tools(), writer)
+    exchange.delivered(answer)
     exchange.log(200)
-    return whole_answer(exchange, answer)
+    return Answer(answer)
 
 
-def to_client(answer: dict[str, Any], writer: Callable[[], vtc.XmlWriter]) -> dict[str, Any]:
-    """Each choice's calls written into its content as XML; `tool_calls` removed, finish_reason `stop`."""
+def to_client(answer: dict[str, Any], writer: Writer) -> dict[str, Any]:
+    """Each choice's calls written into its content as XML, after its text; `tool_calls` removed, finish_reason
+    `stop`."""
     for choice in answer["choices"]:
         message = choice["message"]
         calls = message.pop("tool_calls", None) or []
         if calls:
-            segments: list[Segment] = [Text(message.get("content") or "")]
-            segments += [Call(c["function"]["name"], _arguments(c), "", "native") for c in calls]
-            message["content"] = writer().write(segments)
+            outs = [CallOut(c.get("id") or "", c["function"]["name"], c["function"]["arguments"]) for c in calls]
+            message["content"] = writer().write([Text(message.get("content") or ""), *map(_segment, outs)])
             choice["finish_reason"] = "stop"
     return answer
 
 
-def _stream(exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> Response:
-    exchange.route = "vtc_stream"
+def _stream(exchange: Exchange, writer: Writer) -> Reply:
+    """The incremental route's stream with its calls written as XML: the same text and calls as the whole answer
+    (`_complete`), text live. Where incremental could not give the same answer, the answer is made whole."""
+    reason = incremental.fallback_reason(exchange)
+    if reason is not None:
+        exchange.notes.append(f"vtc stream: answered whole: {reason}")
+        return _complete(exchange, writer)
+    exchange.record.route = "vtc_stream"
     stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
-    return relay_response(exchange, stream, StreamConverter(exchange, writer).convert)
+    # Only what may be the start of a call is held back, and no more than max_buffer_bytes of it.
+    live = incremental.LiveConverter(exchange, limit=exchange.settings.max_buffer_bytes, in_order=True)
+    xml = XmlCalls(exchange, writer)
+    return relay(exchange, stream, lambda chunk: xml.rewrite(live.convert(chunk)), lambda: xml.rewrite(live.finish()))
 
 
-class StreamConverter:
-    """Upstream chunks in, client chunks out: content scanned as it arrives, calls (from the text or from native
-    tool-call deltas) judged and written as XML, finish_reason `stop`."""
+class XmlCalls:
+    """Neutral events for a VTC client: text as it comes, each call written as XML where the model wrote it (the
+    whole answer puts them after its text: a stream cannot hold back the text that follows a call), finish_reason
+    `stop`."""
 
-    def __init__(self, exchange: Exchange, writer: Callable[[], vtc.XmlWriter]) -> None:
+    def __init__(self, exchange: Exchange, writer: Writer) -> None:
         self._exchange = exchange
-        self._request = exchange.tool_request()
         self._writer = writer
-        self._choices: dict[int, _Choice] = {}  # each choice is scanned on its own (n > 1)
+        self._choices: dict[int, _Choice] = {}
 
-    def convert(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        chunk = cleaning.clean_chunk(chunk, self._exchange.target.reasoning)
-        if self._exchange.target.upstream_model:
-            chunk["model"] = self._exchange.request.model
-        out: list[dict[str, Any]] = []
-        for choice in chunk.get("choices") or []:
-            out += self._convert_choice(chunk, choice)
-        if not chunk.get("choices"):
-            out.append(chunk)  # the usage chunk
+    def rewrite(self, items: list[Item]) -> list[Item]:
+        out: list[Item] = []
+        for item in items:
+            if isinstance(item, Delta) and item.text:
+                out.append(replace(item, text=self._choice(item.index).write(Text(item.text))))
+            elif isinstance(item, CallReady):
+                xml = self._choice(item.index).write(_segment(item.call))
+                out.append(Delta(item.index, xml, envelope=item.envelope))
+            elif isinstance(item, Finished):
+                out.append(self._finish(item))
+            else:
+                out.append(item)
         return out
 
-    def _state(self, index: int) -> _Choice:
+    def _choice(self, index: int) -> _Choice:
         if index not in self._choices:
-            make = lambda: scanner(self._request.tools, self._request.dialects)  # noqa: E731
-            self._choices[index] = _Choice(BoundedScanner(make, self._exchange.settings.max_buffer_bytes),
-                                           self._writer())
+            self._choices[index] = _Choice(self._writer())
         return self._choices[index]
 
-    def _convert_choice(self, chunk: dict[str, Any], choice: dict[str, Any]) -> list[dict[str, Any]]:
-        state = self._state(int(choice.get("index") or 0))
-        delta = dict(choice.get("delta") or {})
-        text = delta.pop("content", None) or ""
-        native = delta.pop("tool_calls", None)
-        if native is not None:
-            state.native.add(native)
-        content = state.writer.write(self._judge(state.scanner.feed(text))) if text else ""
-        finish = choice.get("finish_reason")
-        out = []
-        state.raw.append(text)
-        if finish:
-            content += state.writer.write(self._judge(state.scanner.finish() + state.native_calls()))
-            self._record(state, content, finish)
-        state.sent.append(content)
-        if content or (delta and not finish):
-            out.append({**chunk, "choices": [{**choice, "delta": {**delta, **({"content": content} if content
-                                                                                else {})}, "finish_reason": None}]})
-        if finish:
-            out.append({**chunk, "choices": [{**choice, "delta": {}, "finish_reason":
-                                              "stop" if finish == "tool_calls" else finish}]})
-        return out
-
-    def _record(self, state: _Choice, content: str, finish: str) -> None:
-        if state is not self._choices.get(0):
-            return  # the transform log shows the first choice
-        self._exchange.raw_texts = ["".join(state.raw)]
-        self._exchange.final = {"choices": [{"message": {"content": "".join(state.sent) + content},
-                                             "finish_reason": "stop" if finish == "tool_calls" else finish}]}
-
-    def _judge(self, segments: list[Segment]) -> list[Segment]:
-        """The same judgement as for any answer: policy, schema typing, access policy."""
-        extraction = accept(segments, self._request.tools, self._request.policy)
-        extraction.segments = police(extraction, self._request.access)
-        self._exchange.outcome.add(extraction)
-        self._exchange.outcome.returned(extraction.calls)
-        return extraction.segments
+    def _finish(self, finished: Finished) -> Finished:
+        reason = "stop" if finished.reason == "tool_calls" else finished.reason
+        if finished.index == min(self._choices, default=finished.index):  # the transform log shows the first
+            sent = "".join(self._choice(finished.index).sent)
+            self._exchange.delivered({"choices": [{"message": {"content": sent or None}, "finish_reason": reason}]})
+        return replace(finished, reason=reason)
 
 
-@dataclass(slots=True)
 class _Choice:
-    """What one streamed choice holds: its scanner, its writer, native call deltas, and its text for the log."""
+    def __init__(self, writer: vtc.XmlWriter) -> None:
+        self._writer = writer
+        self.sent: list[str] = []
 
-    scanner: BoundedScanner
-    writer: vtc.XmlWriter
-    native: NativeCalls = field(default_factory=NativeCalls)  # repaired as for any native stream
-    raw: list[str] = field(default_factory=list)
-    sent: list[str] = field(default_factory=list)
-
-    def native_calls(self) -> list[Segment]:
-        calls: list[Segment] = list(self.native.calls())
-        self.native = NativeCalls()
-        return calls
+    def write(self, segment: Segment) -> str:
+        written = self._writer.write([segment])
+        self.sent.append(written)
+        return written
 
 
-def _arguments(call: dict[str, Any]) -> dict[str, Any]:
-    try:
-        value = json.loads(call["function"]["arguments"])
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+def _segment(call: CallOut) -> Segment:
+    return Call(call.name, call.input(), "", "native")

@@ -34,6 +34,7 @@ class ChatRequest:
 
 
 def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_000) -> ChatRequest:
+    """A chat request as a client sent it: JSON within the limits, then checked (`chat_request`)."""
     if not data.strip():
         raise InvalidRequest("the request body is empty; send a JSON object", code="invalid_json")
     try:
@@ -42,6 +43,12 @@ def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_00
         raise InvalidRequest(f"could not parse the request: {error}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise InvalidRequest("the request body must be a JSON object", code="invalid_json")
+    return chat_request(body)
+
+
+def chat_request(body: dict[str, Any]) -> ChatRequest:
+    """A chat-completions body checked as the core needs it: a client's own, or one a front end decoded from
+    another protocol (an error then names the chat field; a front end checks its own fields first)."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidRequest("you must provide a model parameter (a non-empty string)", param="model",

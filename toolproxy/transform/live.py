@@ -16,6 +16,7 @@ from toolproxy.meaning.holdback import (
     BoundedScanner,
     ContentWriter,
     ReasoningStream,
+    VerbatimWriter,
     fence_close,
     fence_tail,
     quoted_after,
@@ -31,11 +32,28 @@ UNRECOVERED = "incremental: damaged call markup went out as text; stream_strateg
 
 @dataclass(slots=True)
 class Delta:
-    """What may go to the client now, for one choice."""
+    """What may go to the client now, for one choice; `pieces`: its content and calls in the order the model
+    wrote them (for a client that reads calls inside the text)."""
 
     content: str = ""
     reasoning: str = ""
     calls: list[Call] = field(default_factory=list)
+    pieces: list[str | Call] = field(default_factory=list)
+
+    def say(self, text: str) -> None:
+        if text:
+            self.content += text
+            self.pieces.append(text)
+
+    def call(self, call: Call) -> None:
+        self.calls.append(call)
+        self.pieces.append(call)
+
+    def extend(self, more: Delta) -> None:
+        self.content += more.content
+        self.reasoning += more.reasoning
+        self.calls += more.calls
+        self.pieces += more.pieces
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +78,13 @@ class _Waiting:
 
 
 class LiveChoice:
-    def __init__(self, request: ToolRequest, limit: int) -> None:
+    def __init__(self, request: ToolRequest, limit: int, verbatim: bool = False) -> None:
+        """`verbatim`: the text exactly as written (holdback.VerbatimWriter), not as `Extraction.content()`."""
         self._request = request
         self._split = ReasoningStream()
         self._scanner = BoundedScanner(lambda: scanner(request.tools, request.dialects), limit)
-        self._writer, self._thinking = ContentWriter(), ContentWriter()
+        self._writer: ContentWriter | VerbatimWriter = VerbatimWriter() if verbatim else ContentWriter()
+        self._thinking = ContentWriter()
         self._tail = ""  # a fence opener in the making
         self._waiting: _Waiting | None = None
         self._run = False  # text since the last call (the text "before" a call, for fences and quotes)
@@ -100,7 +120,7 @@ class LiveChoice:
         self._judge_native(out)
         self._rescue(out)
         self._note()
-        out.content += self._writer.finish()
+        out.say(self._writer.finish())
         return out
 
     def _piece(self, is_reasoning: bool, piece: str, out: Delta) -> None:
@@ -194,7 +214,7 @@ class LiveChoice:
     def _write(self, text: str, out: Delta) -> None:
         if text:
             self._texts.append(text)
-            out.content += self._writer.text(text)
+            out.say(self._writer.text(text))
 
     def _emit(self, segments: Sequence[Segment | _Refusal], out: Delta) -> None:
         for segment in segments:
@@ -202,13 +222,13 @@ class LiveChoice:
                 self._write(segment.text, out)
             elif isinstance(segment, _Refusal):  # a piece of its own, as in Extraction.content()
                 self._writer.boundary(call=segment.policy)
-                out.content += self._writer.text(segment.text)
+                out.say(self._writer.text(segment.text))
                 self._writer.boundary(call=segment.policy)
             else:
                 self._writer.boundary(call=True)
                 if self._request.parallel_calls or not self.calls:
                     self.calls.append(segment)
-                    out.calls.append(segment)
+                    out.call(segment)
                 else:
                     self._dropped += 1
 

@@ -35,9 +35,9 @@ def opens_with_channel(head: str, final: bool = False) -> bool | None:
 class LiveReply:
     """One streamed choice: live unless it opens on a channel header, then whole at its end."""
 
-    def __init__(self, request: ToolRequest, limit: int) -> None:
+    def __init__(self, request: ToolRequest, limit: int, verbatim: bool = False) -> None:
         self._request = request
-        self._live = LiveChoice(request, limit)
+        self._live = LiveChoice(request, limit, verbatim)
         self._head: list[str] = []  # the opening while it could still be a channel header
         self._mode = ""  # "", "live" or "whole"
         self._whole: list[str] = []
@@ -74,8 +74,8 @@ class LiveReply:
         if not self._mode:
             out = self._decide(bool(opens_with_channel("".join(self._head), final=True)))
         if self._mode == "live":
-            more = self._live.finish()
-            return Delta(out.content + more.content, out.reasoning + more.reasoning, out.calls + more.calls)
+            out.extend(self._live.finish())
+            return out
         return self._answer_whole()
 
     def _decide(self, whole: bool) -> Delta:
@@ -107,7 +107,11 @@ class LiveReply:
         calls = [Call(d["name"], d["arguments"], d["source"], d["dialect"]) for d in outcome.details]
         self._live.calls.extend(calls)
         inline = reasoning.split(text).reasoning if self._request.policy.reasoning == "move" else ""
-        return Delta(answer["choices"][0]["message"].get("content") or "", inline, calls)
+        whole = Delta(reasoning=inline)
+        whole.say(answer["choices"][0]["message"].get("content") or "")
+        for call in calls:
+            whole.call(call)
+        return whole
 
 
 def _wire(call: Call) -> Any:

@@ -1,5 +1,5 @@
-"""From the upstream's answer to what the client receives: tool calls out of the text, OpenAI message shape,
-ids, finish_reason, and the same answer re-wrapped as chat-completion chunks for a streaming client."""
+"""From the upstream's answer to what the client receives: tool calls out of the text, the message's shape, ids,
+finish_reason."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def _limit_calls(calls: list[dict[str, Any]], parallel: bool, outcome: Outcome) 
     return calls[:1]
 
 
-def finish_reason(upstream: Any, calls: list[dict[str, Any]]) -> Any:
+def finish_reason(upstream: Any, calls: Sequence[object]) -> Any:
     """`tool_calls` whenever calls are returned (clients drop calls under `stop`); never with none."""
     if calls:
         return "tool_calls"
@@ -199,48 +199,3 @@ def assistant_completion(text: str, model: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
     }
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkHeader:
-    """The id, created and model every chunk of one stream shares."""
-
-    id: str
-    created: int
-    model: str
-
-    @classmethod
-    def new(cls, model: str) -> ChunkHeader:
-        return cls(new_completion_id(), int(time.time()), model)
-
-    def chunk(self, choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": choices, **extra}
-
-
-def role_chunk(header: ChunkHeader, index: int = 0) -> dict[str, Any]:
-    return header.chunk([_delta(index, {"role": "assistant"})])
-
-
-def completion_chunks(completion: dict[str, Any], header: ChunkHeader, *, include_usage: bool,
-                      role_sent: bool) -> list[dict[str, Any]]:
-    """A finished answer as a stream: role, content, one chunk per tool call, finish, usage."""
-    chunks: list[dict[str, Any]] = []
-    for position, choice in enumerate(completion["choices"]):
-        index = choice.get("index", position)
-        message = choice["message"]
-        if not role_sent:
-            chunks.append(role_chunk(header, index))
-        if message.get("content"):
-            chunks.append(header.chunk([_delta(index, {"content": message["content"]})]))
-        for call_index, call in enumerate(message.get("tool_calls") or []):
-            delta = {"tool_calls": [{"index": call_index, **call}]}
-            chunks.append(header.chunk([_delta(index, delta)]))
-        chunks.append(header.chunk([_delta(index, {}, choice.get("finish_reason") or "stop")]))
-    if include_usage:
-        chunks.append(header.chunk([], usage=completion.get("usage")))
-    return chunks
-
-
-def _delta(index: int, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}

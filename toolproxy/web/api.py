@@ -1,4 +1,5 @@
-"""The OpenAI-compatible surface: `/v1/chat/completions`, `/v1/models`, and `/health`; API-key checks."""
+"""The API surface: each protocol's path served by its front end (fronts/), `/v1/models`, `/health`; API-key
+checks."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app, g, request
 
-from toolproxy.clients import vtc
 from toolproxy.errors import AuthenticationFailed, ProxyError
+from toolproxy.fronts.base import Front, json_response
+from toolproxy.fronts.openai_chat import OpenAIChat
 from toolproxy.observe.record import TransformRecord, new_record
 from toolproxy.routes import models, vtc_chat
 from toolproxy.routes.chat import answer
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.proxy import Proxy
-from toolproxy.routes.responses import json_response
-from toolproxy.transform.chat_request import parse_chat_request
 from toolproxy.upstream.gate import Gate
 from toolproxy.version import __version__
 from toolproxy.web import browsers
@@ -23,11 +23,21 @@ from toolproxy.web.body import read_body
 
 bp = Blueprint("api", __name__)
 browsers.install(bp)
+# The front end of each API path (fronts/): its protocol's key, requests, answers and errors.
+FRONTS: dict[str, Callable[[], Front]] = {"api.chat_completions": OpenAIChat}
 
 
 def current_proxy() -> Proxy:
     proxy: Proxy = current_app.extensions["toolproxy"]
     return proxy
+
+
+@bp.before_request
+def choose_front() -> None:
+    """The request's front end, before anything can fail: every error it meets is answered in its protocol."""
+    make = FRONTS.get(request.endpoint or "")
+    if make is not None:
+        g.front = make()
 
 
 @bp.before_request
@@ -37,34 +47,45 @@ def require_api_key() -> None:
         return
     if request.method == "OPTIONS":  # a CORS preflight never carries credentials; it answers with headers only
         return
-    if keys and not is_authorized(request.headers.get("Authorization", ""), keys):
+    front: Front = g.get("front") or OpenAIChat()
+    if keys and not key_matches(front.presented_key(request.headers), keys):
         raise AuthenticationFailed("Incorrect or missing API key: send `Authorization: Bearer <key>`")
 
 
 def is_authorized(header: str, keys: tuple[str, ...]) -> bool:
-    """Constant-time comparison on bytes (on `str`, hmac refuses non-ASCII, which would become a 500)."""
+    """Whether an `Authorization: Bearer` header carries one of the keys."""
     scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
+    return scheme.lower() == "bearer" and key_matches(token, keys)
+
+
+def key_matches(presented: str | None, keys: tuple[str, ...]) -> bool:
+    """Constant-time comparison on bytes (on `str`, hmac refuses non-ASCII, which would become a 500)."""
+    if not presented:
         return False
-    presented = token.encode("latin-1", errors="replace")
-    matches = [hmac.compare_digest(presented, key.encode("utf-8")) for key in keys]
+    token = presented.encode("latin-1", errors="replace")
+    matches = [hmac.compare_digest(token, key.encode("utf-8")) for key in keys]
     return any(matches)
 
 
 def client_token() -> str | None:
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    return token if scheme.lower() == "bearer" and token else None
+    front: Front = g.get("front") or OpenAIChat()
+    return front.presented_key(request.headers)
 
 
 @bp.post("/v1/chat/completions")
 def chat_completions() -> Response:
+    return serve(g.front)
+
+
+def serve(front: Front) -> Response:
+    """One request through the core, in the front end's protocol."""
     proxy = current_proxy()
     settings = proxy.settings
     data = read_body(request.environ, limit=settings.max_body_bytes, timeout=settings.body_timeout)
     record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data),
-                        request_id=g.request_id, client_request_id=g.client_request_id)
+                        request_id=g.request_id, client_request_id=g.client_request_id, protocol=front.protocol)
     try:
-        chat = parse_chat_request(data, settings.max_json_depth, settings.max_json_containers)
+        chat = front.decode(data, settings)
         target = models.route(settings, chat.model)
     except ProxyError as error:
         record.route, record.status, record.error, record.error_code = "rejected", error.status, error.message, \
@@ -73,18 +94,19 @@ def chat_completions() -> Response:
         raise
     # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
     api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
-    route = vtc.choose_route(request.headers.get("User-Agent", ""), request.headers.get(vtc.HEADER),
-                             settings.vtc_client_patterns, has_tools=bool(chat.tools))
+    route = front.route(request.headers, chat, settings)
+    record.route_reason = route.reason
+
     def finished(done: TransformRecord) -> None:
         proxy.record(done)
         proxy.metrics.request_finished()  # when the exchange ends: for a stream, after its last byte
 
-    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, vtc=route.vtc,
-                        route_reason=route.reason, record=record, sink=finished,
-                        client=request.environ.get("gunicorn.socket"))
+    exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, record, vtc=route.vtc,
+                        sink=finished, client=request.environ.get("gunicorn.socket"), forward=front.forward)
     proxy.metrics.request_started()
+    respond = vtc_chat.answer if route.vtc else answer
     try:
-        return within_gate(proxy.gate, lambda: vtc_chat.answer(exchange) if route.vtc else answer(exchange))
+        return within_gate(proxy.gate, lambda: front.respond(exchange, respond(exchange)))
     except ProxyError as error:
         exchange.log(error.status, error.message, error.code)
         raise

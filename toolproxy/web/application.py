@@ -12,10 +12,10 @@ from werkzeug.exceptions import HTTPException
 
 from toolproxy.config.settings import Settings, load_settings
 from toolproxy.errors import InvalidRequest, NotFound, ProxyError
+from toolproxy.fronts.base import json_response
 from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
-from toolproxy.routes.responses import json_response
 from toolproxy.web import api, dashboard, debug, hosts, pages
 
 logger = logging.getLogger("toolproxy")
@@ -90,6 +90,11 @@ def _nosniff(response: Response) -> Response:
 
 
 def error_response(error: ProxyError) -> Response:
+    """In the protocol of the request's front end (an API path's), else as an OpenAI error object."""
+    front = g.get("front")
+    if front is not None:
+        response: Response = front.error(error)
+        return response
     return json_response(error.body(), status=error.status, headers=error.headers)
 
 

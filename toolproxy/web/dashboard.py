@@ -30,7 +30,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-FILTERS = ("model", "client", "status", "has_issues")
+FILTERS = ("model", "client", "status", "protocol", "has_issues")
 
 
 def _proxy() -> Proxy:
@@ -144,7 +144,8 @@ def highlight(text: str, calls: list[dict[str, Any]]) -> list[tuple[str, bool]]:
 
 
 def _filters() -> dict[str, Any]:
-    filters: dict[str, Any] = {key: request.args.get(key) or None for key in ("model", "client", "status")}
+    filters: dict[str, Any] = {key: request.args.get(key) or None for key in ("model", "client", "status",
+                                                                              "protocol")}
     if request.args.get("has_issues") in ("1", "yes", "true", "on"):
         filters["has_issues"] = True
     return filters

@@ -13,7 +13,7 @@ from flask import Blueprint, Response, request
 from greenlet import greenlet
 
 from toolproxy.errors import NotFound
-from toolproxy.routes.responses import json_response
+from toolproxy.fronts.base import json_response
 
 bp = Blueprint("debug", __name__)
 

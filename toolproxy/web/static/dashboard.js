@@ -6,7 +6,7 @@
   if (!table) { return; }
   const body = table.querySelector("tbody");
   let latest = Number(table.dataset.latest || 0);
-  const columns = ["id", "time", "model", "client", "route", "strategy", "status", "calls", "dialects",
+  const columns = ["id", "time", "model", "client", "protocol", "route", "strategy", "status", "calls", "dialects",
                    "issue_count", "overhead_ms", "upstream_ms", "first_byte_ms"];
 
   function cell(row, name) {
