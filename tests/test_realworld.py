@@ -15,23 +15,16 @@ call to a tool nobody meant) may only go down.
 from __future__ import annotations
 
 import json
-import random
-from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import make_body
+from tests.corpus import Case, false_calls, load_cases, one_shot, streaming_disagreement
 from tests.sse_client import accumulate, read_stream
-from toolproxy.dialects.base import Segment
-from toolproxy.meaning import reasoning
-from toolproxy.meaning.extraction import extract, scanner, settle
 
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
-SHORT = 400  # texts shorter than this are split at every position; longer ones in random chunks
-SEED = 20260522
 
 # Ratchet: raise these as cases are fixed, never lower them.
 MIN_ONE_SHOT_PASSED = 90
@@ -64,97 +57,8 @@ END_TO_END: tuple[str, ...] = (
     "qwen3coder_hermes_missing_parameter_and_function_closers",
 )
 
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    text: str
-    expected: dict[str, Any]
-
-    @property
-    def tools(self) -> dict[str, Any]:
-        return {tool["function"]["name"]: tool["function"].get("parameters", {}) for tool in self.expected["tools"]}
-
-    @property
-    def reasoning_field(self) -> str | None:
-        return self.expected.get("reasoning_field")
-
-    def wanted(self) -> dict[str, Any]:
-        wanted = {
-            "content": self.expected["content"],
-            "calls": [(call["name"], call["arguments"]) for call in self.expected["tool_calls"]],
-        }
-        if "reasoning_content" in self.expected:
-            wanted["reasoning_content"] = self.expected["reasoning_content"]
-        return wanted
-
-
-def load_cases() -> list[Case]:
-    return [
-        Case(
-            path.stem,
-            path.with_suffix(".txt").read_text(encoding="utf-8"),
-            json.loads(path.read_text(encoding="utf-8")),
-        )
-        for path in sorted(REALWORLD.glob("*.json"))
-    ]
-
-
-CASES = load_cases()
+CASES = load_cases(REALWORLD)
 BY_NAME = {case.name: case for case in CASES}
-
-
-def one_shot(case: Case) -> dict[str, Any]:
-    extraction = extract(case.text, case.tools, reasoning_field=case.reasoning_field)
-    got = {"content": extraction.content(), "calls": [(call.name, call.arguments) for call in extraction.calls]}
-    if "reasoning_content" in case.expected:
-        got["reasoning_content"] = extraction.reasoning
-    return got
-
-
-def chunkings(text: str) -> list[list[str]]:
-    """Every two-piece split of a short text plus one character at a time; three seeded random 1-7 character
-    chunkings of a long one."""
-    if len(text) < SHORT:
-        return [[text[:cut], text[cut:]] for cut in range(1, len(text))] + [list(text)]
-    rng = random.Random(SEED + len(text))
-    result = []
-    for _ in range(3):
-        pieces, position = [], 0
-        while position < len(text):
-            step = rng.randint(1, 7)
-            pieces.append(text[position : position + step])
-            position += step
-        result.append(pieces)
-    return result
-
-
-def scan(pieces: list[str], tools: dict[str, Any]) -> list[Segment]:
-    scan = scanner(tools)
-    return settle([segment for piece in pieces for segment in scan.feed(piece)] + scan.finish(), tools)[0]
-
-
-def streaming_disagreement(case: Case) -> str | None:
-    """Extraction is computed from the scanners' segments, so streaming gives the one-shot result exactly when
-    every chunking of the answer and of the reasoning yields the one-shot segments. The first chunking that does
-    not, or None."""
-    parts = reasoning.split(case.text)
-    for label, text in (("answer", parts.answer), ("reasoning", parts.reasoning), ("field", case.reasoning_field)):
-        if not text:
-            continue
-        whole = scan([text], case.tools)
-        for pieces in chunkings(text):
-            if scan(pieces, case.tools) != whole:
-                return f"{label} split as {pieces[:4]}... gives other segments"
-    return None
-
-
-def false_calls(case: Case, got: dict[str, Any]) -> int:
-    """Calls returned beyond those meant, matched by tool name: a call where none was meant, an undeclared tool,
-    one call too many."""
-    meant = Counter(name for name, _ in case.wanted()["calls"])
-    returned = Counter(name for name, _ in got["calls"])
-    return sum((returned - meant).values())
 
 
 def marked(names: dict[str, str]) -> list[Any]:

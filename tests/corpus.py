@@ -1,0 +1,120 @@
+"""A corpus of real model output and how one case of it is judged, shared by the real-world ratchet
+(`tests/test_realworld.py`) and the held-out measurement (`bench/heldout.py`), so both judge alike.
+
+A case is `<case>.txt`, what the model wrote, and `<case>.json`: its source (`owner/repo#N`), model, server, the
+tools of the request and what a careful human would extract (`content`, `tool_calls`, optionally
+`reasoning_content`; `reasoning_field` is reasoning the server delivered in its own field). A case is right when
+automatic detection gives exactly that one-shot, and right streamed when, besides, every chunking of it (split at
+every position when short, random 1-7 character chunks with a fixed seed when long) yields the one-shot segments.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolproxy.dialects.base import Segment
+from toolproxy.meaning import reasoning
+from toolproxy.meaning.extraction import extract, scanner, settle
+
+SHORT = 400  # texts shorter than this are split at every position; longer ones in random chunks
+SEED = 20260522
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    text: str
+    expected: dict[str, Any]
+
+    @property
+    def tools(self) -> dict[str, Any]:
+        return {tool["function"]["name"]: tool["function"].get("parameters", {}) for tool in self.expected["tools"]}
+
+    @property
+    def reasoning_field(self) -> str | None:
+        return self.expected.get("reasoning_field")
+
+    def wanted(self) -> dict[str, Any]:
+        wanted = {
+            "content": self.expected["content"],
+            "calls": [(call["name"], call["arguments"]) for call in self.expected["tool_calls"]],
+        }
+        if "reasoning_content" in self.expected:
+            wanted["reasoning_content"] = self.expected["reasoning_content"]
+        return wanted
+
+
+def load_cases(directory: Path) -> list[Case]:
+    return [
+        Case(
+            path.stem,
+            path.with_suffix(".txt").read_text(encoding="utf-8"),
+            json.loads(path.read_text(encoding="utf-8")),
+        )
+        for path in sorted(directory.glob("*.json"))
+    ]
+
+
+def one_shot(case: Case) -> dict[str, Any]:
+    extraction = extract(case.text, case.tools, reasoning_field=case.reasoning_field)
+    got = {"content": extraction.content(), "calls": [(call.name, call.arguments) for call in extraction.calls]}
+    if "reasoning_content" in case.expected:
+        got["reasoning_content"] = extraction.reasoning
+    return got
+
+
+def chunkings(text: str) -> list[list[str]]:
+    """Every two-piece split of a short text plus one character at a time; three seeded random 1-7 character
+    chunkings of a long one."""
+    if len(text) < SHORT:
+        return [[text[:cut], text[cut:]] for cut in range(1, len(text))] + [list(text)]
+    rng = random.Random(SEED + len(text))
+    result = []
+    for _ in range(3):
+        pieces, position = [], 0
+        while position < len(text):
+            step = rng.randint(1, 7)
+            pieces.append(text[position : position + step])
+            position += step
+        result.append(pieces)
+    return result
+
+
+def scan(pieces: list[str], tools: dict[str, Any]) -> list[Segment]:
+    scan = scanner(tools)
+    return settle([segment for piece in pieces for segment in scan.feed(piece)] + scan.finish(), tools)[0]
+
+
+def streaming_disagreement(case: Case) -> str | None:
+    """Extraction is computed from the scanners' segments, so streaming gives the one-shot result exactly when
+    every chunking of the answer and of the reasoning yields the one-shot segments. The first chunking that does
+    not, or None."""
+    parts = reasoning.split(case.text)
+    for label, text in (("answer", parts.answer), ("reasoning", parts.reasoning), ("field", case.reasoning_field)):
+        if not text:
+            continue
+        whole = scan([text], case.tools)
+        for pieces in chunkings(text):
+            if scan(pieces, case.tools) != whole:
+                return f"{label} split as {pieces[:4]}... gives other segments"
+    return None
+
+
+def false_calls(case: Case, got: dict[str, Any]) -> int:
+    """Calls returned beyond those meant, matched by tool name: a call where none was meant, an undeclared tool,
+    one call too many."""
+    meant = Counter(name for name, _ in case.wanted()["calls"])
+    returned = Counter(name for name, _ in got["calls"])
+    return sum((returned - meant).values())
+
+
+def missed_calls(case: Case, got: dict[str, Any]) -> int:
+    """Calls meant but not returned, matched by tool name (the mirror of `false_calls`)."""
+    meant = Counter(name for name, _ in case.wanted()["calls"])
+    returned = Counter(name for name, _ in got["calls"])
+    return sum((meant - returned).values())
