@@ -5,6 +5,7 @@ test_limits.py and test_errors.py; here the pure function, over random JSON too.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -83,14 +84,52 @@ def test_the_container_limit_is_exact_and_ignores_strings():
         jsonwire.loads(over, 64, max_containers=100)
 
 
+# A JSON string without backtracking (possessive runs): how the count was made before it was made a slice at a
+# time (jsonwire._outside_strings), kept as the reference it is held to.
+STRING = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"')
+
+
 @pytest.mark.parametrize("limit", [1, 5, 50])
 def test_the_container_count_is_exact_for_any_bytes(limit):
     """The quick bounds (the length, all brackets) never decide otherwise than counting those outside strings."""
     for data in [b"[]" * limit, b"[]" * (limit + 1), b"{" * limit, b"{" * (limit + 1), b'"[[[[' + b"[" * limit,
                  b'["\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["' + b",[]" * limit + b"]", b"x" * limit]:
-        skeleton = jsonwire._STRING.sub(b"", data)
+        skeleton = STRING.sub(b"", data)
         expected = skeleton.count(b"[") + skeleton.count(b"{") > limit
         assert jsonwire.has_too_many_containers(data, limit) == expected, data
+
+
+def outside_by_reference(data: bytes, marks: bytes) -> int:
+    skeleton = STRING.sub(b"", data)
+    return sum(skeleton.count(bytes([mark])) for mark in marks)
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet='ab,:[{"\\ \n'),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner,
+                                                                                         max_size=4), max_leaves=30)
+
+
+@given(JSON_VALUES, st.integers(min_value=1, max_value=40))
+def test_marks_outside_strings_are_counted_as_the_reference_counts_them_in_any_slices(value, slice_bytes):
+    """The count a slice at a time, whatever the slices (a cut may fall inside an escape), equals the count of a
+    regular expression over the whole, for any JSON; and a pause comes between slices."""
+    data = json.dumps(value).encode()
+    pauses: list[int] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jsonwire, "SLICE_BYTES", slice_bytes)
+        for marks in (b",:[{", b"[{"):
+            counted = jsonwire._outside_strings(data, marks, lambda: pauses.append(1))
+            assert counted == outside_by_reference(data, marks), data
+    assert pauses or len(data) <= slice_bytes + 1
+
+
+def test_the_value_limit_refuses_many_small_values_but_not_prose_full_of_commas():
+    many = json.dumps(["a"] * 1001).encode()
+    with pytest.raises(jsonwire.JsonWireError, match=r"^JSON with more than 250000 values$"):
+        jsonwire.loads(json.dumps(["a"] * 250_001).encode(), 64)
+    assert jsonwire.has_too_many_values(many, 1000) and not jsonwire.has_too_many_values(many, 1002)
+    prose = json.dumps({"messages": [{"role": "user", "content": "a, b: c, " * 40_000}]}).encode()
+    assert not jsonwire.has_too_many_values(prose, 100) and jsonwire.loads(prose, 64)["messages"]
 
 
 @pytest.mark.parametrize("number", [2**64, 2**64 - 1, -(2**63) - 1, -(2**63), 10**40, -(10**25)])
