@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import gevent
 from flask import Response
 from werkzeug.datastructures import Headers
 
@@ -68,6 +69,12 @@ class Front(ABC):
         if isinstance(reply, Answer):
             return self.whole(exchange, reply)
         return sse_response(encoded(reply, self.encoder(exchange)))
+
+
+def cooperate() -> None:
+    """Let the worker's other greenlets run between the costly steps of one big request (its decode, a large
+    tool schema's first check): no single request may hold the event loop for more than 100 ms."""
+    gevent.sleep(0)
 
 
 def encoded(stream: Stream, encoder: StreamEncoder) -> Iterator[bytes]:

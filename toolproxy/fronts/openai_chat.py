@@ -12,7 +12,7 @@ from werkzeug.datastructures import Headers
 from toolproxy.clients import vtc
 from toolproxy.config.settings import Settings
 from toolproxy.errors import ProxyError
-from toolproxy.fronts.base import Front, StreamEncoder, json_response, sse_response
+from toolproxy.fronts.base import Front, StreamEncoder, cooperate, json_response, sse_response
 from toolproxy.fronts.chat_chunks import ChunkHeader, completion_chunks, delta_of, role_chunk
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.passthrough import Passthrough
@@ -42,7 +42,7 @@ class OpenAIChat(Front):
     protocol = "chat"
 
     def decode(self, data: bytes, settings: Settings) -> ChatRequest:
-        return parse_chat_request(data, settings.max_json_depth, settings.max_json_containers)
+        return parse_chat_request(data, settings.max_json_depth, settings.max_json_containers, cooperate)
 
     def route(self, headers: Headers, chat: ChatRequest, settings: Settings) -> vtc.RouteChoice:
         return vtc.choose_route(headers.get("User-Agent", ""), headers.get(vtc.HEADER),

@@ -6,11 +6,11 @@ field stays a string even when it looks like a number (ids like "12345" must not
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -20,8 +20,10 @@ import orjson
 import referencing.exceptions
 from referencing import Registry
 
+from toolproxy.meaning.schema_cache import Kept
 from toolproxy.meaning.schema_keywords import keywords_for
 from toolproxy.meaning.schema_refs import endless_reference
+from toolproxy.meaning.schema_shape import ShapeProblem, check_shape
 
 _INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
@@ -137,14 +139,30 @@ def validate(arguments: Any, schema: Mapping[str, Any]) -> list[str]:
         return ["the schema refers to itself too deeply to be checked"]
 
 
-def check(schema: Mapping[str, Any]) -> None:
-    """Raise SchemaProblem when the schema itself is not valid JSON Schema."""
-    validator_for(schema)
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    validator: Any
+    subschemas: int  # what checking it cost, for a request's bound on all its tools together
+
+
+# 512 schemas, and 16 MiB of their JSON: 512 kept validators of megabyte schemas would hold gigabytes.
+_cached_validator: Kept[_Checked] = Kept(entries=512, key_bytes=16 * 1024 * 1024)
+
+
+def check(schema: Mapping[str, Any]) -> int:
+    """The number of subschemas in the schema; SchemaProblem when it is too large to check (schema_shape.py) or
+    not valid JSON Schema."""
+    return _checked(schema).subschemas
 
 
 def validator_for(schema: Mapping[str, Any]) -> Any:
     """One validator per distinct schema, built once: agents send the same tools on every request."""
-    return _cached_validator(_key(schema))
+    return _checked(schema).validator
+
+
+def _checked(schema: Mapping[str, Any]) -> _Checked:
+    key = _key(schema)
+    return _cached_validator.get(key, lambda: _build(schema, key))
 
 
 def _key(schema: Mapping[str, Any]) -> str | bytes:
@@ -163,14 +181,15 @@ def _key(schema: Mapping[str, Any]) -> str | bytes:
         raise SchemaProblem("the schema is not JSON") from None
 
 
-@functools.lru_cache(maxsize=512)
-def _cached_validator(key: str | bytes) -> Any:
+def _build(client: Mapping[str, Any], key: str | bytes) -> _Checked:
+    """The client's schema checked (before anything copies it: a schema past the limits costs only the look that
+    finds it so), then its validator, over a copy of its own."""
+    try:
+        subschemas = check_shape(client)
+    except ShapeProblem as problem:
+        raise SchemaProblem(str(problem)) from None
     schema = orjson.loads(key) if isinstance(key, bytes) else json.loads(key)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as error:
-        raise SchemaProblem(f"not a valid JSON Schema: {error.message}") from None
     endless = endless_reference(schema)
     if endless is not None:
         raise SchemaProblem(f"the schema refers to itself without end (through {endless!r}), so no value could "
@@ -178,7 +197,7 @@ def _cached_validator(key: str | bytes) -> Any:
     # The client's regular expressions run with RE2, never with Python's backtracking `re` (schema_keywords).
     # Formats are not checked (no format checker is given), so none of them runs a regex either.
     safe = jsonschema.validators.extend(cls, keywords_for(schema))  # type: ignore[no-untyped-call]
-    return safe(schema, registry=_NO_RETRIEVAL)
+    return _Checked(safe(schema, registry=_NO_RETRIEVAL), subschemas)
 
 
 def _describe(error: jsonschema.exceptions.ValidationError) -> str:

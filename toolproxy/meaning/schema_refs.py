@@ -16,14 +16,16 @@ from urllib.parse import unquote
 _SAME_VALUE_LISTS = ("allOf", "anyOf", "oneOf")
 _SAME_VALUE_ONES = ("not", "if", "then", "else")
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
+_EDGES = frozenset((*_SAME_VALUE_LISTS, *_SAME_VALUE_ONES, *_REFS, "dependentSchemas"))
 
 
 def endless_reference(schema: Mapping[str, Any]) -> str | None:
     """The first `$ref` found on a loop that never descends into the value, or None. Iterative and linear in the
-    schema's size: every subschema is visited once (a depth-first search with three colours)."""
+    schema's size: every subschema is visited once (a depth-first search with three colours), and the search
+    starts only from those with a keyword that leads to another (most have none: a property's `type`)."""
     done: set[int] = set()
     for start in _subschemas(schema):
-        if id(start) in done:
+        if id(start) in done or _EDGES.isdisjoint(start):
             continue
         found = _search_from(start, schema, done)
         if found is not None:
@@ -90,12 +92,18 @@ def _resolve(reference: str, root: Mapping[str, Any]) -> Any:
 
 
 def _subschemas(value: Any) -> Iterator[Mapping[str, Any]]:
-    """Every object in the schema document, iteratively (a tool schema is already depth-limited as JSON)."""
+    """Every object in the schema document, iteratively (a tool schema is already depth-limited as JSON). Schemas
+    are decoded JSON: plain dicts and lists, told apart by their exact type (an abstract `Mapping` check cost
+    more than the rest of the walk)."""
     pending = [value]
     while pending:
         item = pending.pop()
-        if isinstance(item, Mapping):
+        kind = type(item)
+        if kind is dict:
             yield item
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
+            pending.extend(value for value in item.values() if type(value) in _CONTAINERS)
+        elif kind is list:
+            pending.extend(value for value in item if type(value) in _CONTAINERS)
+
+
+_CONTAINERS = (dict, list)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,12 @@ from toolproxy.wire import jsonwire
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 MAX_CHOICES = 16
+# All the tools of one request together: checking this many new subschemas costs a worker tens of milliseconds
+# (one tool may hold schema_shape.MAX_SUBSCHEMAS; checked schemas are remembered, so an agent's next request that
+# sends the same tools costs nothing).
+MAX_REQUEST_SUBSCHEMAS = 10_000
+PAUSE_SUBSCHEMAS = 1_000  # after a tool this large, others may run before the next is checked
+Pause = Callable[[], None] | None  # lets the worker's other requests run between costly steps (never required)
 _TEXT = (str, type(None))  # an optional string field: absent, null, or a string
 
 
@@ -33,22 +40,26 @@ class ChatRequest:
         return messages
 
 
-def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_000) -> ChatRequest:
+def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_000,
+                       pause: Pause = None) -> ChatRequest:
     """A chat request as a client sent it: JSON within the limits, then checked (`chat_request`)."""
     if not data.strip():
         raise InvalidRequest("the request body is empty; send a JSON object", code="invalid_json")
     try:
-        body = jsonwire.loads(data, max_depth, max_containers, keep_wire=True)
+        body = jsonwire.loads(data, max_depth, max_containers, keep_wire=True, pause=pause)
     except jsonwire.JsonWireError as error:
         raise InvalidRequest(f"could not parse the request: {error}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise InvalidRequest("the request body must be a JSON object", code="invalid_json")
-    return chat_request(body)
+    if pause is not None and len(data) > jsonwire.PAUSE_BYTES:
+        pause()
+    return chat_request(body, pause)
 
 
-def chat_request(body: dict[str, Any]) -> ChatRequest:
+def chat_request(body: dict[str, Any], pause: Pause = None) -> ChatRequest:
     """A chat-completions body checked as the core needs it: a client's own, or one a front end decoded from
-    another protocol (an error then names the chat field; a front end checks its own fields first)."""
+    another protocol (an error then names the chat field; a front end checks its own fields first). `pause`
+    lets others run between costly steps (checking a large tool schema for the first time)."""
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise InvalidRequest("you must provide a model parameter (a non-empty string)", param="model",
@@ -57,7 +68,7 @@ def chat_request(body: dict[str, Any]) -> ChatRequest:
     _check_tool_history(body["messages"])
     _check_options(body)
     stream_options = body.get("stream_options") or {}
-    tools = _tool_index(body.get("tools"))
+    tools = _tool_index(body.get("tools"), pause)
     _check_tool_choice(body.get("tool_choice"), tools)
     return ChatRequest(
         body=body,
@@ -177,12 +188,13 @@ def _check_options(body: dict[str, Any]) -> None:
             raise InvalidRequest(f"{key} must be a whole number of at least 1", param=key, code="invalid_value")
 
 
-def _tool_index(tools: Any) -> dict[str, dict[str, Any]]:
+def _tool_index(tools: Any, pause: Pause = None) -> dict[str, dict[str, Any]]:
     if tools is None:
         return {}
     if not isinstance(tools, list):
         raise InvalidRequest("tools must be an array", param="tools", code="invalid_type")
     index: dict[str, dict[str, Any]] = {}
+    subschemas = 0
     for position, tool in enumerate(tools):
         where = f"tools.[{position}]"
         function = tool.get("function") if isinstance(tool, dict) else None
@@ -193,20 +205,28 @@ def _tool_index(tools: Any) -> dict[str, dict[str, Any]]:
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise InvalidRequest(f"{where}.function.name must be 1 to 64 letters, digits, _ or -; got {name!r}",
                                  param=f"{where}.function.name", code="invalid_value")
-        index[name] = _parameters(function.get("parameters", {}), f"{where}.function.parameters")
+        index[name], count = _parameters(function.get("parameters", {}), f"{where}.function.parameters", name)
+        subschemas += count
+        if pause is not None and count >= PAUSE_SUBSCHEMAS:
+            pause()
+        if subschemas > MAX_REQUEST_SUBSCHEMAS:
+            raise InvalidRequest(f"{where} ({name!r}): the tools' schemas hold more than {MAX_REQUEST_SUBSCHEMAS} "
+                                 "subschemas together, the most one request may", param=where,
+                                 code="invalid_tool_schema")
     return index
 
 
-def _parameters(parameters: Any, where: str) -> dict[str, Any]:
-    """An object schema that is valid JSON Schema; never forwarded otherwise (bad schemas crash vLLM workers)."""
+def _parameters(parameters: Any, where: str, name: str) -> tuple[dict[str, Any], int]:
+    """An object schema that is valid JSON Schema, and its number of subschemas; never forwarded otherwise (bad
+    schemas crash vLLM workers)."""
     if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":
         raise InvalidRequest(f"{where} must be a JSON Schema of type object", param=where,
                              code="invalid_tool_schema")
     try:
-        schema.check(parameters)
+        count = schema.check(parameters)
     except schema.SchemaProblem as problem:
-        raise InvalidRequest(f"{where}: {problem}", param=where, code="invalid_tool_schema") from None
-    return parameters
+        raise InvalidRequest(f"{where} ({name!r}): {problem}", param=where, code="invalid_tool_schema") from None
+    return parameters, count
 
 
 def _is_int(value: Any) -> bool:
