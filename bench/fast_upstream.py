@@ -36,7 +36,9 @@ def chunked(data: bytes) -> bytes:
 
 
 FAST_STREAM = head("200 OK", "text/event-stream", None) + b"".join(chunked(e) for e in EVENTS) + b"0\r\n\r\n"
-ANSWERS = {b"bench-small": whole(SMALL), b"bench-big": whole(BIG), b"bench-stream": FAST_STREAM}
+ANSWERS = {b"bench-small": whole(SMALL), b"bench-big": whole(BIG), b"bench-stream": FAST_STREAM,
+           b"bench-8mb": whole(workload.completion(workload.huge_prose_with_call())),
+           b"bench-adversarial": whole(workload.completion(workload.adversarial_calls()))}
 
 
 class Connection(asyncio.Protocol):

@@ -5,19 +5,28 @@ a long tool result. Prints milliseconds and the time ratio per doubling of size 
 Targets: the row-20 schema (`(a+)+$`, 30-character argument) under 100 ms; the transform's ratio per doubling
 under 2.5. Also argument repair on a megabyte of adversarial almost-JSON (under 1 s) and client system prompts
 full of heading spam (under 500 ms): their tests no longer time them, since a test must not assert wall-clock time.
+Last, each hostile request through real gunicorn, and the longest its worker's event loop ran without switching
+(on the loop thread's CPU clock, observe/blocking.py): the rule is 100 ms.
 
     .venv/bin/python bench/hostile.py
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import workload
+from bench.processes import start_gunicorn, start_upstream
 from toolproxy.clients.prompt import parse_client_tools
 from toolproxy.meaning import schema
 from toolproxy.meaning.json_repair import repair_arguments
@@ -103,6 +112,62 @@ def doubling(label: str, make: Callable[[int], object], run: Callable[[object], 
         previous = elapsed
 
 
+def wide_tool(name: str, properties: int) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {
+        f"p{index}": {"type": "string", "description": "a field " * 8} for index in range(properties)}}}}
+
+
+def blocking_inputs() -> list[tuple[str, bytes]]:
+    """(what, request body) for each hostile request within the configured limits."""
+    def body(model: str, tools: list[Any], **extra: Any) -> bytes:
+        return workload.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}], "tools": tools,
+                               **extra})
+
+    turns = [{"role": "user" if index % 2 == 0 else "assistant", "content": "word " * 2000} for index in range(1500)]
+    return [
+        ("7 MiB tool schema (70,000 properties): 400", body("bench-small", [wide_tool("huge", 70_000)])),
+        ("4,999-property schema, first time: checked", body("bench-small", [wide_tool("wide", 4_998)])),
+        ("two 4,999-property schemas, first time", body("bench-small", [wide_tool("a", 4_998), wide_tool("b", 4_998)])),
+        ("8 MB answer with a call", body("bench-8mb", workload.TOOLS)),
+        ("1 MB of adversarial almost-JSON calls", body("bench-adversarial", workload.TOOLS)),
+        ("15 MiB transcript", workload.dumps({"model": "bench-small", "messages": turns})),
+    ]
+
+
+def loop_blocking() -> None:
+    """Each hostile request, then the worker's longest stretch on its event loop without switching."""
+    upstream = start_upstream()
+    with tempfile.TemporaryDirectory() as data:
+        proxy = start_gunicorn("toolproxy", "app:app", upstream.port, data, workers=1, settings={
+            "TOOLPROXY_DEBUG_ROUTES": "1", "TOOLPROXY_STREAM_STRATEGY": "incremental"})
+        url = f"http://127.0.0.1:{proxy.port}"
+        try:
+            for title, data_bytes in [("warm-up", workload.request_body("bench-small", tools=True)),
+                                      *blocking_inputs()]:
+                worst_blocked(url)
+                status = post(url, data_bytes)
+                print(f"{title:52} status {status}   worst loop stretch {worst_blocked(url):6.1f} ms")
+        finally:
+            proxy.stop()
+            upstream.stop()
+
+
+def post(url: str, body: bytes) -> int:
+    request = urllib.request.Request(f"{url}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=300) as response:
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def worst_blocked(url: str) -> float:
+    with urllib.request.urlopen(f"{url}/debug/runtime", timeout=60) as response:
+        return float(json.loads(response.read())["worst_blocked_ms"])
+
+
 def main() -> None:
     schemas()
     repairs_and_prompts()
@@ -110,6 +175,7 @@ def main() -> None:
     line = "see <tool_call>{} </tool_call> and <|im_start|> or a < b\n"
     doubling("defuse tool result", lambda size: (line * (size // len(line) + 1))[:size],
              lambda text: defuse(text, ("read",)))  # type: ignore[arg-type]
+    loop_blocking()
 
 
 if __name__ == "__main__":

@@ -49,6 +49,18 @@ def big_text(size: int = 256 * 1024) -> str:
     return "Writing the file.\n<tool_call>\n" + json.dumps(call) + "\n</tool_call>"
 
 
+def huge_prose_with_call(size: int = 8 * 1024 * 1024) -> str:
+    """An answer of `size` characters of prose ending in one `read` call (bench/hostile.py: work off the loop)."""
+    prose = ("The file holds many lines of ordinary text, and no call among them. " * (size // 60 + 1))[:size]
+    return prose + '\n<tool_call>{"name": "read", "arguments": {"path": "a.py"}}</tool_call>'
+
+
+def adversarial_calls(size: int = 1024 * 1024) -> str:
+    """Almost-JSON calls opened and never closed, `size` characters of them (the worst known for extraction)."""
+    piece = '{"name": "read", "arguments": {'
+    return (piece * (size // len(piece) + 1))[:size]
+
+
 def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
     if finish:

@@ -17,6 +17,7 @@ from toolproxy.meaning.extraction import Policy
 from toolproxy.observe.record import TransformRecord, fill_answer
 from toolproxy.routes import repair
 from toolproxy.routes.departure import call_watching
+from toolproxy.routes.offload import off_loop, text_size
 from toolproxy.transform import request_transform
 from toolproxy.transform.chat_request import ChatRequest
 from toolproxy.transform.response import Outcome, ToolRequest, transform_completion
@@ -101,8 +102,9 @@ class Exchange:
                            access=AccessPolicy(target.allow_tools, target.deny_tools, target.deny_arguments))
 
     def transform(self, completion: dict[str, Any]) -> dict[str, Any]:
-        answer, self.outcome = transform_completion(
-            completion, self.tool_request(), model=self.request.model if self.target.upstream_model else None)
+        request, model = self.tool_request(), self.request.model if self.target.upstream_model else None
+        answer, self.outcome = off_loop(lambda: transform_completion(completion, request, model=model),
+                                        text_size(completion))
         self.outcome.repairs = self.record.repairs
         self.answered([model_text(choice) for choice in completion.get("choices") or []], answer)
         return answer

@@ -11,6 +11,7 @@ from typing import Any
 
 from toolproxy.dialects.base import Call
 from toolproxy.routes.exchange import Exchange
+from toolproxy.routes.offload import off_loop
 from toolproxy.routes.streams import Stream, relay
 from toolproxy.transform import request_transform
 from toolproxy.transform.live import Delta as LiveDelta
@@ -70,6 +71,9 @@ class LiveConverter:
         self._ids: set[str] = set()
 
     def convert(self, chunk: dict[str, Any]) -> list[Item]:
+        return off_loop(lambda: self._convert(chunk), _delta_size(chunk))
+
+    def _convert(self, chunk: dict[str, Any]) -> list[Item]:
         chunk = cleaning.clean_chunk(chunk, self._exchange.target.reasoning)
         if self._exchange.target.upstream_model:
             chunk["model"] = self._exchange.request.model
@@ -179,3 +183,14 @@ class LiveConverter:
                                       "function": {"name": call.name, "arguments": call.arguments}}
                                      for call in state.calls]
         self._exchange.answered([raw], {"choices": [{"message": message, "finish_reason": reason}]})
+
+
+def _delta_size(chunk: dict[str, Any]) -> int:
+    """The characters of text a streamed chunk brings (a whole answer may come in one event)."""
+    size = 0
+    for choice in chunk.get("choices") or []:
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict):
+            size += sum(len(value) for key in ("content", "reasoning_content")
+                        if isinstance(value := delta.get(key), str))
+    return size

@@ -41,7 +41,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     dashboard.configure_session(app, settings.api_keys)
     app.register_blueprint(dashboard.metrics_bp)
     if settings.debug_routes:
-        app.register_blueprint(debug.bp)
+        debug.install(app)
     _register_error_handlers(app, settings)
     app.before_request(_assign_request_id)
     app.after_request(_nosniff)
