@@ -1,6 +1,7 @@
 """`pip install` of the checkout into a fresh virtual environment gives a working `toolproxy` command: help,
-version, the runtime dependencies of requirements.txt, and `toolproxy serve` answering with tool calls from the
-demo model, templates and static files included. Slow (it installs): one test."""
+the version of the commit it was built from (the installed package has no git to ask), the runtime dependencies
+of requirements.txt, and `toolproxy serve` answering with tool calls from the demo model, templates and static
+files included. Slow (it installs): one test."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ import pytest
 import requests
 
 from tests.conftest import ROOT, free_port, make_tool
-from toolproxy import __version__
+from toolproxy.version import version
 
-# What a fresh clone has; caches, environments and build output of this checkout stay behind.
-LEFT_OUT = shutil.ignore_patterns(".git", ".venv*", "data", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
+# What a fresh clone has (its .git included: the build reads the version there); caches, environments and build
+# output of this checkout stay behind.
+LEFT_OUT = shutil.ignore_patterns(".venv*", "data", "build", "dist", "*.egg-info", "__pycache__", ".*_cache",
                                   ".hypothesis", "node_modules")
 
 
@@ -58,8 +60,8 @@ def test_pip_install_gives_a_working_command(tmp_path: Path) -> None:
         timeout=800)
     command = env / "bin" / "toolproxy"
     assert "check-config" in run(command, "--help", cwd=tmp_path)
-    assert run(command, "--version", cwd=tmp_path).split() == ["toolproxy", __version__]
-    assert run(env / "bin" / "python", "-m", "toolproxy", "--version", cwd=tmp_path).split()[-1] == __version__
+    assert run(command, "--version", cwd=tmp_path).split() == ["toolproxy", version()], "the checkout's version"
+    assert run(env / "bin" / "python", "-m", "toolproxy", "--version", cwd=tmp_path).split()[-1] == version()
     installed = run(env / "bin" / "python", "-c", "import importlib.metadata as m, json; "
                     "print(json.dumps(m.requires('toolproxy')))", cwd=tmp_path)
     assert json.loads(installed) == requirements(), "pyproject's dependencies are requirements.txt's"

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toolproxy.version import __version__
-
 if TYPE_CHECKING:
     from flask import Flask
 
     from toolproxy.config.settings import Settings
 
 __all__ = ["__version__", "create_app"]
+
+
+def __getattr__(name: str) -> str:
+    """`toolproxy.__version__`, worked out on first use (toolproxy/version.py), not when the package is imported."""
+    if name == "__version__":
+        from toolproxy.version import version
+
+        return version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def create_app(settings: Settings | None = None) -> Flask:
