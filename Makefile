@@ -6,10 +6,12 @@ BIN := $(VENV)/bin
 # The JavaScript clients tests/test_node_clients.py drives (Node.js 20 and npm from the machine).
 NODE_CLIENTS := tests/node/node_modules/.installed
 
-.PHONY: run test test-agents smoke browser bench bench-parse clean
+.PHONY: run test test-agents test-container smoke browser bench bench-parse clean
 
+# Data (transform log, metrics) under the checkout's data/ unless TOOLPROXY_DATA_DIR says otherwise; the installed
+# `toolproxy serve` defaults to the per-user state directory instead.
 run: $(VENV)/.runtime
-	$(BIN)/gunicorn -c gunicorn.conf.py app:app
+	TOOLPROXY_DATA_DIR="$${TOOLPROXY_DATA_DIR:-$(CURDIR)/data}" $(BIN)/gunicorn -c gunicorn.conf.py app:app
 
 test: $(VENV)/.test browser smoke $(NODE_CLIENTS)
 	$(BIN)/ruff check toolproxy tests app.py gunicorn.conf.py bench

@@ -86,6 +86,7 @@ class Wire:
 
 
 Script = Callable[[Received, Wire], None]
+PROBE_AGENT_SUFFIX = "(start-up check)"
 
 
 @dataclass
@@ -93,6 +94,7 @@ class FakeUpstream:
     port: int = 0
     script: Script | None = None
     received: list[Received] = field(default_factory=list)
+    probes: list[Received] = field(default_factory=list)  # toolproxy's start-up checks, kept out of `received`
     proxy_closed: list[bool] = field(default_factory=list)
     _server: socket.socket | None = None
 
@@ -117,6 +119,7 @@ class FakeUpstream:
     def reset_state(self) -> None:
         self.script = None
         self.received.clear()
+        self.probes.clear()
         self.proxy_closed.clear()
 
     def completion(self, content: str | None, **message: Any) -> None:
@@ -145,6 +148,12 @@ class FakeUpstream:
         with sock:
             request = _read_request(sock)
             if request is None:
+                return
+            if request.headers.get("user-agent", "").endswith(PROBE_AGENT_SUFFIX):
+                # A server starting up asks whether the upstream answers (server/banner.py): not part of the
+                # exchange a test scripts, whenever the session's gunicorn happens to start.
+                self.probes.append(request)
+                Wire(sock).send_json({"object": "list", "data": []})
                 return
             self.received.append(request)
             wire = Wire(sock)

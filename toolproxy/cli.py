@@ -13,12 +13,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolproxy import __version__
+from toolproxy.config.datadir import data_dir_problem
 from toolproxy.config.report import masked, warnings_for
 from toolproxy.config.settings import ConfigError, Settings, load_settings
+from toolproxy.version import version
 
 # serve's flags and the variable each one sets.
-_FLAG_VARIABLES = {"upstream": "TOOLPROXY_UPSTREAM", "workers": "TOOLPROXY_WORKERS", "config": "TOOLPROXY_CONFIG"}
+_FLAG_VARIABLES = {"upstream": "TOOLPROXY_UPSTREAM", "workers": "TOOLPROXY_WORKERS", "config": "TOOLPROXY_CONFIG",
+                   "data_dir": "TOOLPROXY_DATA_DIR", "log_format": "TOOLPROXY_LOG_FORMAT",
+                   "api_key": "TOOLPROXY_API_KEYS"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="toolproxy", description="An OpenAI-compatible proxy that makes tool "
                                      "calling with local models work. Settings: flags over TOOLPROXY_* variables "
                                      "over the YAML file (see docs/configuration.md).")
-    root.add_argument("--version", action="version", version=f"toolproxy {__version__}")
+    root.add_argument("--version", action="version", version=f"toolproxy {version()}")
     commands = root.add_subparsers(dest="command", title="commands")
     serve = commands.add_parser("serve", help="run the proxy (gunicorn with gevent workers)")
     serve.add_argument("--upstream", metavar="URL", help="base URL of the OpenAI-compatible server, with /v1")
@@ -42,6 +45,13 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port to listen on (default 8003)")
     serve.add_argument("--workers", type=int, metavar="N", help="gunicorn worker processes (default 1)")
     serve.add_argument("--config", metavar="FILE", help="YAML configuration file")
+    serve.add_argument("--api-key", metavar="KEY", action="append",
+                       help="a key clients must send (repeat for several; other users of this machine can read a "
+                            "command line: TOOLPROXY_API_KEYS in a file of mode 0600 keeps it private)")
+    serve.add_argument("--data-dir", metavar="DIR",
+                       help="the transform log and metrics (default $XDG_STATE_HOME/toolproxy or "
+                            "~/.local/state/toolproxy); one instance per directory")
+    serve.add_argument("--log-format", choices=("text", "json"), help="log lines as text (default) or JSON")
     serve.set_defaults(run=_serve)
     check = commands.add_parser("check-config", help="validate a configuration and print the resolved settings")
     check.add_argument("file", nargs="?", help="YAML file (default: TOOLPROXY_CONFIG, if set)")
@@ -53,8 +63,9 @@ def environ_for(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[st
     """The environment with serve's flags written over it: flags win over variables, which win over YAML."""
     result = dict(environ)
     for flag, variable in _FLAG_VARIABLES.items():
-        if getattr(args, flag, None) is not None:
-            result[variable] = str(getattr(args, flag))
+        value = getattr(args, flag, None)
+        if value is not None:  # --api-key, given several times, is a list
+            result[variable] = ",".join(value) if isinstance(value, list) else str(value)
     if args.host is not None or args.port is not None:
         host, _, port = _current_bind(result).rpartition(":")
         if args.host is not None:  # an IPv6 address takes brackets before its port
@@ -88,6 +99,9 @@ def _check_config(args: argparse.Namespace) -> int:
         environ["TOOLPROXY_CONFIG"] = args.file
     try:
         settings = load_settings(environ)
+        problem = data_dir_problem(settings.data_dir)
+        if problem:
+            raise ConfigError([problem])
     except ConfigError as error:
         print(f"toolproxy: the configuration has problems:\n{error}", file=sys.stderr)
         return 1

@@ -29,13 +29,13 @@ def _shown(name: str, value: Any) -> Any:
                                                          for key, item in rule.overrides.items())
                          for rule in value) or "(none)"
     if name == "upstream" and isinstance(value, str):
-        return _without_password(value)
+        return without_password(value)
     if isinstance(value, tuple):
         return ", ".join(map(str, value)) or "(none)"
     return "(none)" if value is None else value
 
 
-def _without_password(url: str) -> str:
+def without_password(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -52,6 +52,6 @@ def warnings_for(settings: Settings) -> list[str]:
 
 
 def _no_path(label: str, url: str) -> str:
-    shown = _without_password(url)
+    shown = without_password(url)
     return (f"{label} {shown} has no path: chat requests will go to {shown}/chat/completions. OpenAI-compatible "
             f"servers (vLLM, llama.cpp, Ollama, SGLang) answer under /v1: did you mean {shown}/v1?")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from toolproxy.config.datadir import default_data_dir
 from toolproxy.config.values import PARSERS, closest
 
 DEFAULT_BIND = "127.0.0.1:8003"
@@ -88,7 +89,7 @@ class Settings:
     vtc_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
     vtc_newlines: int = 2
     max_buffer_bytes: int = 64 * 1024
-    data_dir: str = "data"
+    data_dir: str = ""  # load_settings fills in the per-user state directory (config/datadir.py) when unset
     log_records: int = 2000
     log_field_chars: int = 64 * 1024
     models: tuple[ModelRule, ...] = ()
@@ -160,7 +161,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_VTC_CLIENT_PATTERNS", "vtc_client_patterns", "patterns_or_none"),
     ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "newlines"),
     ("TOOLPROXY_MAX_BUFFER_BYTES", "max_buffer_bytes", "count"),
-    ("TOOLPROXY_DATA_DIR", "data_dir", "text"),
+    ("TOOLPROXY_DATA_DIR", "data_dir", "directory"),
     ("TOOLPROXY_LOG_RECORDS", "log_records", "count"),
     ("TOOLPROXY_LOG_FIELD_CHARS", "log_field_chars", "count"),
     ("TOOLPROXY_MAX_BODY_BYTES", "max_body_bytes", "count"),
@@ -200,11 +201,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from the YAML file named by TOOLPROXY_CONFIG (if any), overridden by TOOLPROXY_* variables."""
     environ = os.environ if environ is None else environ
     problems: list[str] = []
-    raw: dict[str, Any] = {}
+    raw: dict[str, Any] = {"data_dir": default_data_dir(environ)}
     problems += _unknown_variables(environ)
     path = environ.get("TOOLPROXY_CONFIG")
     if path:
-        raw = _read_yaml(path, problems)
+        raw |= _read_yaml(path, problems)
     for variable, key, _kind in _FIELDS:
         if environ.get(variable, "") != "":
             raw[key] = environ[variable]
@@ -249,7 +250,7 @@ def _read_yaml(path: str, problems: list[str]) -> dict[str, Any]:
         if key not in known:
             hint = closest(str(key), known) or f"; known settings: {', '.join(sorted(known))}"
             problems.append(f"{path}: unknown setting {key!r}{hint}")
-    return {key: value for key, value in loaded.items() if key in known}
+    return {key: value for key, value in loaded.items() if key in known and value is not None}
 
 
 def _build(raw: dict[str, Any], problems: list[str], source: str | None) -> Settings:

@@ -4,6 +4,7 @@ write instead. Standard library only (gunicorn's master loads this before the wo
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +35,15 @@ def _parse_keys(value: Any) -> tuple[str, ...]:
     if not keys:
         raise ValueError("no key given; leave it unset for an open proxy")
     return keys
+
+
+def _parse_directory(value: Any) -> str:
+    """An absolute path (`~` expanded): the start-up banner and check-config show where data goes, and a worker's
+    working directory can never change what it means."""
+    text = str(value).strip()
+    if not text:
+        raise ValueError("no directory given; leave it unset for the per-user state directory")
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _parse_flag(value: Any) -> bool:
@@ -141,6 +151,7 @@ def _parse_dialects(value: Any) -> tuple[str, ...]:
 PARSERS = {
     "url": _parse_url,
     "text": lambda value: str(value),
+    "directory": _parse_directory,
     "keys": _parse_keys,
     "flag": _parse_flag,
     "bind": _parse_bind,

@@ -1,9 +1,9 @@
 """The gunicorn server toolproxy runs in, defined once: `gunicorn.conf.py` (`make run`) re-exports these settings,
 and `toolproxy serve` hands the same ones to gunicorn's application API.
 
-The standard library, gunicorn and `toolproxy.config` only: gunicorn's master loads this before the workers
-monkey-patch, and must not import `ssl` or `requests` early; the same reason keeps the app out of the master (no
-preload).
+The standard library, gunicorn, `toolproxy.config` and this folder only: gunicorn's master loads this before the
+workers monkey-patch, and must not import `ssl` or `requests` early; the same reason keeps the app out of the
+master (no preload).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from dataclasses import replace
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -18,6 +19,8 @@ from gunicorn.app.base import BaseApplication
 from toolproxy.config.exposure import exposure_problem
 from toolproxy.config.report import warnings_for
 from toolproxy.config.settings import ConfigError, Settings, load_settings
+from toolproxy.server.banner import banner, listener_urls
+from toolproxy.server.instance import Claim, InstanceProblem, claim, fresh_metrics_dir
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # How long a stopping worker lets running requests (long generations) finish; deploy/toolproxy.service waits
@@ -57,7 +60,7 @@ def gunicorn_settings(settings: Settings) -> dict[str, Any]:
         # gunicorn 27's control socket lives at one path per user: a second instance on the box would fight over
         # it, and toolproxy needs no runtime control beyond signals.
         "control_socket_disable": True,
-        "on_starting": _on_starting(settings),
+        **_hooks(settings),
         "child_exit": _child_exit,
         **({"logconfig_dict": _JSON_LOGS} if settings.log_format == "json" else {}),
     }
@@ -73,12 +76,15 @@ _JSON_LOGS: dict[str, Any] = {
 }
 
 
-def _on_starting(settings: Settings) -> Any:
+def _hooks(settings: Settings) -> dict[str, Any]:
+    """gunicorn's hooks in the master: the data directory claimed before binding, the metrics directory made and
+    the banner logged after binding, the metrics directory removed on the way out."""
+    held: list[Claim] = []
+
     def on_starting(server: Any) -> None:
-        """In the master, before any worker: refuse to expose an open proxy, checked on the real addresses (after
-        any `-b` on the command line); say what in the configuration looks wrong; give the workers a fresh
-        directory for prometheus-client's multiprocess mode (metrics of every worker, summed), which must be in
-        their environment before they import it."""
+        """Before binding: refuse to expose an open proxy, checked on the real addresses (after any `-b` on the
+        command line); say what in the configuration looks wrong; claim the data directory (a second instance on
+        it is refused here, before its port, so a failed start touches nothing of the running one)."""
         hosts = [address[0] if isinstance(address, tuple) else "unix" for address in server.cfg.address]
         problem = exposure_problem([host for host in hosts if host != "unix"], settings)
         if problem:
@@ -87,12 +93,25 @@ def _on_starting(settings: Settings) -> Any:
             server.log.warning("toolproxy: TOOLPROXY_ALLOW_OPEN=1: serving without API keys")
         for warning in warnings_for(settings):
             server.log.warning("toolproxy: %s", warning)
-        metrics_dir = os.path.join(settings.data_dir, "metrics")
-        shutil.rmtree(metrics_dir, ignore_errors=True)  # counts from an earlier run must not linger
-        os.makedirs(metrics_dir, exist_ok=True)
-        os.environ[MULTIPROC_ENV] = metrics_dir
+        try:
+            held.append(claim(settings.data_dir, ", ".join(listener_urls(server.cfg.address)), server.master_pid))
+        except InstanceProblem as refused:
+            sys.exit(f"toolproxy: {refused}")
 
-    return on_starting
+    def when_ready(server: Any) -> None:
+        """Bound, no worker yet: give the workers a fresh metrics directory of this instance's own for
+        prometheus-client's multiprocess mode (every worker's metrics, summed), which must be in their environment
+        before they import it; then the banner."""
+        os.environ[MULTIPROC_ENV] = fresh_metrics_dir(held[0], keep=(server.master_pid,))
+        addresses = [listener.sock.getsockname() if isinstance(listener.cfg_addr, tuple) else listener.cfg_addr
+                     for listener in server.LISTENERS]
+        server.log.info("%s", banner(settings, listener_urls(addresses)))
+
+    def on_exit(server: Any) -> None:
+        if os.environ.get(MULTIPROC_ENV):
+            shutil.rmtree(os.environ[MULTIPROC_ENV], ignore_errors=True)
+
+    return {"on_starting": on_starting, "when_ready": when_ready, "on_exit": on_exit}
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -112,7 +131,7 @@ class Server(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type i
 
     def load_config(self) -> None:
         try:
-            self.settings = load_settings()
+            self.settings = _reloaded(self.settings, load_settings())
         except ConfigError as error:
             if self.settings is None:
                 sys.exit(f"toolproxy: the configuration has problems:\n{error}")
@@ -129,3 +148,13 @@ class Server(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type i
         assert self.settings is not None  # load_config ran first, or the process ended
         configure(self.settings)
         return create_app(self.settings)
+
+
+def _reloaded(running: Settings | None, loaded: Settings) -> Settings:
+    """The settings a reload (HUP) gives the new workers: all of the file's, except the data directory, which the
+    master holds (its lock, the metrics directory) and which only a restart can move."""
+    if running is None or loaded.data_dir == running.data_dir:
+        return loaded
+    print(f"toolproxy: reload keeps the data directory {running.data_dir}; {loaded.data_dir} takes a restart",
+          file=sys.stderr)
+    return replace(loaded, data_dir=running.data_dir)
