@@ -22,6 +22,13 @@ test: $(VENV)/.test browser smoke $(NODE_CLIENTS)
 smoke:
 	$(PYTHON) tests/smoke_make_run.py
 
+# The container image (Dockerfile) built with podman from a Debian base made here with debootstrap (no registry
+# pulls), run, and the demo's call sent through it. Not in `make test`: minutes, root (debootstrap) and podman.
+test-container:
+	@command -v podman >/dev/null && command -v debootstrap >/dev/null \
+		|| { apt-get update -q && apt-get install -y -q podman debootstrap; }
+	$(PYTHON) tests/container_smoke.py
+
 # The load benchmark: toolproxy beside a bare forwarder of the same stack, in front of a fast fake upstream
 # (about 6 minutes; `make bench BENCH_ARGS=--quick` for a pass of about 2).
 bench: $(VENV)/.runtime
@@ -50,7 +57,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
 clean:
-	rm -rf $(VENV) .venv-smoke tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-smoke build/container tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
 # The real agent CLIs (not in CI: large downloads, minutes of runtime). Node.js 26 for OpenClaw comes from npm
 # first, and every install script runs under it. The CLIs take `npm install`, not `npm ci`: npm leaves other

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 from toolproxy.config.settings import Settings
@@ -42,3 +43,21 @@ def test_the_unit_runs_as_its_own_user_and_outwaits_a_graceful_stop() -> None:
     assert unit["User"] == "toolproxy" and unit["EnvironmentFile"] == "/etc/toolproxy/env"
     assert unit["Restart"] == "on-failure"
     assert graceful < int(unit["TimeoutStopSec"]) <= graceful + 10
+
+
+def test_the_service_keeps_its_data_in_var_lib() -> None:
+    unit = _directives(UNIT.read_text())
+    assert unit["StateDirectory"] == "toolproxy" and unit["Environment"] == "TOOLPROXY_DATA_DIR=/var/lib/toolproxy"
+
+
+def test_the_image_and_the_compose_example_agree_on_the_data_volume_the_port_and_the_health_check() -> None:
+    # The behaviour is `make test-container`'s (podman, minutes): here only what two files must say alike.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    service = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())["services"]["toolproxy"]
+    assert "TOOLPROXY_DATA_DIR=/var/lib/toolproxy" in dockerfile and "VOLUME /var/lib/toolproxy" in dockerfile
+    assert any(volume.endswith(":/var/lib/toolproxy") for volume in service["volumes"])
+    assert "TOOLPROXY_BIND=0.0.0.0:8003" in dockerfile and service["ports"] == ["8003:8003"]
+    check = service["healthcheck"]["test"][-1]
+    assert "http://127.0.0.1:8003/health" in check and check in dockerfile.replace("\\\n", "")
+    graceful = gunicorn_settings(Settings())["graceful_timeout"]
+    assert graceful < int(service["stop_grace_period"].removesuffix("s")) <= graceful + 10
