@@ -23,10 +23,11 @@ smoke:
 	$(PYTHON) tests/smoke_make_run.py
 
 # The container image (Dockerfile) built with podman from a Debian base made here with debootstrap (no registry
-# pulls), run, and the demo's call sent through it. Not in `make test`: minutes, root (debootstrap) and podman.
+# pulls), run, and the demo's call sent through it. Not in `make test`: minutes, root (debootstrap) and podman
+# (runc: where crun cannot start a container, as in a sandbox whose cgroups are half v1, the script falls back to it).
 test-container:
-	@command -v podman >/dev/null && command -v debootstrap >/dev/null \
-		|| { apt-get update -q && apt-get install -y -q podman debootstrap; }
+	@command -v podman >/dev/null && command -v debootstrap >/dev/null && command -v runc >/dev/null \
+		|| { apt-get update -q && apt-get install -y -q podman debootstrap runc; }
 	$(PYTHON) tests/container_smoke.py
 
 # The load benchmark: toolproxy beside a bare forwarder of the same stack, in front of a fast fake upstream
