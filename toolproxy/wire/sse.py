@@ -14,6 +14,7 @@ from typing import Any
 from toolproxy.wire import jsonwire
 
 DONE = b"data: [DONE]\n\n"
+BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
@@ -45,8 +46,13 @@ class EventDecoder:
         self._data_size = 0
         self._event = ""
         self._skip_newline = False  # the last line ended in a bare \r that may be half of \r\n
+        self._started = False  # the stream's first bytes, where a byte-order mark may stand, are behind us
 
     def feed(self, chunk: bytes) -> list[Event]:
+        if not self._started:
+            chunk = self._without_bom(chunk)
+            if not chunk:
+                return []
         if self._skip_newline and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_newline = False
@@ -65,10 +71,20 @@ class EventDecoder:
             raise EventTooLarge(f"an upstream event exceeded {self._max} bytes")
         return events
 
+    def _without_bom(self, chunk: bytes) -> bytes:
+        """One leading U+FEFF is no part of the stream (the SSE standard); its bytes may come in pieces."""
+        head = bytes(self._buffer) + chunk
+        if len(head) < len(BOM) and BOM.startswith(head):
+            self._buffer[:] = head
+            return b""
+        self._buffer.clear()
+        self._started = True
+        return head[len(BOM):] if head.startswith(BOM) else head
+
     def is_idle(self) -> bool:
         """Whether the next bytes start a new line of a new event (nothing half-read): a read that is one whole
         event then means just that event, and the caller may take it without feeding it through."""
-        return not self._buffer and not self._data and not self._event and not self._skip_newline
+        return self._started and not self._buffer and not self._data and not self._event and not self._skip_newline
 
     def finish(self) -> list[Event]:
         """End of stream: a last line without its newline still counts, an unterminated event is dispatched."""
