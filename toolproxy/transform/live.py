@@ -248,7 +248,8 @@ class LiveChoice:
 
     def _judge_native(self, out: Delta) -> None:
         """The server's own calls, judged like text calls; a refused one goes back as text after the rest."""
-        native = self.native.calls()
+        native = self.native.finish()
+        self.extraction.issues += self.native.dropped
         if not native:
             return
         self.extraction.issues += [f"native stream: {repair}; normalized" for repair in sorted(self.native.repairs)]

@@ -6,7 +6,6 @@ Pure, no I/O."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from toolproxy.dialects.base import Call
@@ -95,7 +94,8 @@ class LiveReply:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if self._live.server_thought:
             message["reasoning_content"] = "".join(self._live.server_thought)
-        native = [_wire(call) for call in self.native.calls()]
+        native = [_wire(call) for call in self.native.finish()]
+        self._live.extraction.issues += self.native.dropped
         if native:
             message["tool_calls"] = native
         answer, outcome = transform_completion(
@@ -115,6 +115,4 @@ class LiveReply:
 
 
 def _wire(call: Call) -> Any:
-    if not call.name and call.arguments is None:  # a delta that was no call at all, as the server sent it
-        return json.loads(call.source)
     return {"type": "function", "function": {"name": call.name, "arguments": call.arguments}}

@@ -81,7 +81,8 @@ def transform_completion(completion: dict[str, Any], request: ToolRequest,
 def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Outcome) -> dict[str, Any]:
     message = dict(choice["message"])
     content, thought = message.get("content"), message.pop("reasoning_content", None)
-    native = _native_segments(message.get("tool_calls"))
+    native, malformed = _native_segments(message.get("tool_calls"))
+    outcome.issues.extend(malformed)
     if not request.allow_calls:  # tool_choice "none": nothing is extracted and no call is ever returned
         text_part, native_part = Extraction([Text(content or "")]), Extraction([Text(s.source) for s in native])
         native_part.issues += [f"native: call to {s.name!r} dropped (tool_choice is none)" for s in native]
@@ -136,23 +137,31 @@ def _texts(extraction: Extraction) -> list[Text]:
     return [segment for segment in extraction.segments if isinstance(segment, Text)]
 
 
-def _native_segments(calls: Any) -> list[Call]:
-    """Calls the upstream's own parser returned, judged like any other: the same policies and schema typing.
-    A refused one goes back as text (its JSON), never silently away."""
+def _native_segments(calls: Any) -> tuple[list[Call], list[str]]:
+    """Calls the upstream's own parser returned, judged like any other: the same policies and schema typing; a
+    refused one goes back as text (its JSON), never silently away. One that is no call at all (`5`, a null
+    function, a name that is no string) was never text the model wrote: it is dropped, and an issue says so."""
     if not isinstance(calls, list):
-        return []
-    found = []
+        return [], []
+    found, malformed = [], []
     for call in calls:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict):  # unusable: it goes back as text with an issue, never silently away
-            found.append(Call("", None, json.dumps(call, ensure_ascii=False), "native"))
+        if not is_call_shaped(call):
+            malformed.append(f"native: malformed native call dropped: {json.dumps(call, ensure_ascii=False)[:200]}")
             continue
-        name, arguments = str(function.get("name") or ""), function.get("arguments")
+        function = call["function"]
+        name, arguments = function["name"], function.get("arguments")
         # The arguments exactly as the server sent them, so a refused call reads as the model wrote it.
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
         source = f'{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": {raw}}}'
         found.append(Call(name, arguments, source, "native"))
-    return found
+    return found, malformed
+
+
+def is_call_shaped(call: Any) -> bool:
+    """A tool call as chat completions shape one: an object whose `function` has a name, arguments optional."""
+    function = call.get("function") if isinstance(call, dict) else None
+    return (isinstance(function, dict) and isinstance(function.get("name"), str) and bool(function["name"])
+            and isinstance(function.get("arguments"), (str, dict, type(None))))
 
 
 def _limit_calls(calls: list[dict[str, Any]], parallel: bool, outcome: Outcome) -> list[dict[str, Any]]:
