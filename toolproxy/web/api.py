@@ -82,6 +82,7 @@ def serve(front: Front) -> Response:
     proxy = current_proxy()
     settings = proxy.settings
     data = read_body(request.environ, limit=settings.max_body_bytes, timeout=settings.body_timeout)
+    g.body_read = True
     record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data),
                         request_id=g.request_id, client_request_id=g.client_request_id, protocol=front.protocol)
     try:

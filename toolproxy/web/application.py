@@ -16,7 +16,7 @@ from toolproxy.fronts.base import json_response
 from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
-from toolproxy.web import api, dashboard, debug, hosts, pages
+from toolproxy.web import api, connection, dashboard, debug, hosts, pages
 
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -46,6 +46,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.before_request(_assign_request_id)
     app.after_request(_nosniff)
     app.after_request(_request_id_header)
+    app.wsgi_app = connection.closing(app.wsgi_app)  # type: ignore[method-assign,assignment]
     if settings.is_demo:
         logger.warning(DEMO_BANNER)
     return app
@@ -90,8 +91,11 @@ def _nosniff(response: Response) -> Response:
 
 
 def error_response(error: ProxyError) -> Response:
-    """In the protocol of the request's front end (an API path's), else as an OpenAI error object."""
+    """In the protocol of the request's front end (an API path's), else as an OpenAI error object. A request
+    refused before its body was read closes its connection (web/connection.py)."""
     front = g.get("front")
+    if front is not None and not g.get("body_read") and connection.has_unread_body(request.environ):
+        connection.close_after(request.environ)
     if front is not None:
         response: Response = front.error(error)
         return response
