@@ -5,6 +5,7 @@ upstream errors that must say which URL was called (never a key)."""
 from __future__ import annotations
 
 import json
+import queue
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ from tests.conftest import make_body, make_tool, with_settings
 from tests.fake_upstream import completion
 from tests.sse_client import accumulate, read_stream
 from tests.test_dashboard import wait_for_records
+from toolproxy.config.settings import load_settings
 
 READ = make_tool("read", {"path": {"type": "string"}}, ["path"])
 
@@ -75,48 +77,68 @@ def test_a_body_over_the_limit_is_answered_413_and_the_connection_closed(upstrea
                 break
 
 
-def test_models_from_hung_upstreams_are_asked_in_parallel_within_one_deadline(upstream, serve, settings):
-    """Two upstreams that never answer: the list comes back with the configured models, once, not after each
-    upstream's own timeout in turn."""
-    hung = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
-    accepted: list[socket.socket] = []
-    for server in hung:
-        threading.Thread(target=lambda s=server: accepted.append(s.accept()[0]), daemon=True).start()
-    rules = [f"{{match: model-{i}, upstream: 'http://127.0.0.1:{server.getsockname()[1]}/v1'}}" for i, server in
-             enumerate(hung)]
-    import tempfile
+def test_models_from_hung_upstreams_are_asked_at_once(upstream, serve, settings, tmp_path):
+    """Two upstreams that do not answer are asked together, within one deadline: when the second is asked, the
+    first is still being waited on (in turn, the first would have timed out and been closed by then)."""
+    servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    asked: queue.Queue[socket.socket] = queue.Queue()
 
-    from toolproxy.config.settings import load_settings  # the YAML path of the settings, as an operator writes it
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
-        file.write("models:\n" + "".join(f"  - {rule}\n" for rule in rules))
-    loaded = load_settings({"TOOLPROXY_CONFIG": file.name})
-    proxy = serve(with_settings(settings, upstream=None, models=loaded.models, models_timeout=2))
-    asked = time.monotonic()
-    answer = requests.get(f"{proxy.url}/v1/models", timeout=60)
-    elapsed = time.monotonic() - asked
-    assert answer.status_code == 200
-    assert {entry["id"] for entry in answer.json()["data"]} == {"model-0", "model-1"}
-    assert len(accepted) == 2  # both were asked...
-    assert elapsed < 2 * 2  # ...at once: in turn, each would have waited its 2 s (a bound, not a speed claim)
-    for server in hung:
-        server.close()
+    def accept(server: socket.socket) -> None:
+        connection, _ = server.accept()
+        connection.recv(65536)  # the request; no answer
+        asked.put(connection)
+
+    for server in servers:
+        threading.Thread(target=accept, args=(server,), daemon=True).start()
+    config = tmp_path / "models.yaml"
+    config.write_text("models:\n" + "".join(f"  - {{match: model-{index}, upstream: 'http://127.0.0.1:"
+                                              f"{server.getsockname()[1]}/v1'}}\n" for index, server in
+                                              enumerate(servers)))
+    rules = load_settings({"TOOLPROXY_CONFIG": str(config)}).models
+    proxy = serve(with_settings(settings, upstream=None, models=rules, models_timeout=20))
+    listed: list[requests.Response] = []
+    asking = threading.Thread(target=lambda: listed.append(requests.get(f"{proxy.url}/v1/models", timeout=60)))
+    asking.start()
+    first, second = asked.get(timeout=60), asked.get(timeout=60)
+    first.setblocking(False)
+    try:
+        still_waited_on = first.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        still_waited_on = True
+    for connection in (first, second, *servers):
+        connection.close()
+    asking.join(60)
+    assert still_waited_on
+    assert listed[0].status_code == 200
+    assert {entry["id"] for entry in listed[0].json()["data"]} == {"model-0", "model-1"}
 
 
-def test_an_upstream_error_names_the_url_called_and_never_its_key(upstream, serve, settings):
+def operator_view(proxy) -> str:
+    """What the operator sees of the last request: its record's error on the dashboard."""
+    record = wait_for_records(proxy.url, 1)[0]
+    return requests.get(f"{proxy.url}/dashboard/record/{record['id']}", timeout=5).text
+
+
+def test_an_upstream_error_names_the_url_called_for_the_operator_and_never_the_key(upstream, serve, settings):
+    """The client gets the upstream's own message (its host may be internal); the record and the log line name the
+    URL that was called, so an operator with several upstreams knows which failed."""
     proxy = serve(with_settings(settings, upstream_api_key="sk-upstream-secret-1234"))
     upstream.script = lambda request, wire: wire.send_json({"error": {"message": "boom"}}, status=500)
     error = proxy.post(make_body("hi")).json()["error"]
-    assert upstream.url in error["message"] or f"{upstream.url}/chat/completions" in error["message"]
-    assert "sk-upstream-secret" not in json.dumps(error)
+    assert error["message"] == "boom" and "sk-upstream-secret" not in json.dumps(error)
+    page = operator_view(proxy)
+    assert f"boom (upstream: {upstream.url}/chat/completions)" in page and "sk-upstream-secret" not in page
 
 
-def test_a_refused_connection_names_the_url(serve, settings):
+def test_a_refused_connection_names_the_url_for_the_operator(serve, settings):
     closed = socket.create_server(("127.0.0.1", 0))
     port = closed.getsockname()[1]
     closed.close()
-    proxy = serve(with_settings(settings, upstream=f"http://127.0.0.1:{port}/v1"))
-    error = proxy.post(make_body("hi")).json()["error"]
-    assert f"http://127.0.0.1:{port}/v1" in error["message"]
+    proxy = serve(with_settings(settings, upstream=f"http://user:pw@127.0.0.1:{port}/v1"))
+    error = proxy.post(make_body("hi", stream=True)).json()["error"]
+    assert "127.0.0.1" not in error["message"]
+    page = operator_view(proxy)
+    assert f"(upstream: http://127.0.0.1:{port}/v1/chat/completions)" in page and "pw@" not in page
 
 
 def test_native_calls_of_the_right_shape_still_pass(upstream, proxy):

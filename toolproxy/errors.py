@@ -29,6 +29,11 @@ class ProxyError(Exception):
         self.status = status if status is not None else type(self).status
         self.error_type = error_type if error_type is not None else type(self).error_type
         self.headers = headers or {}
+        self.upstream_url: str | None = None  # the upstream URL called, for the operator (upstream/failures.py)
+
+    def for_operator(self) -> str:
+        """The message as the log line and the transform log show it: with the upstream URL called, if any."""
+        return f"{self.message} (upstream: {self.upstream_url})" if self.upstream_url else self.message
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.error_type, "param": self.param, "code": self.code}}

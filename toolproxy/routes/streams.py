@@ -116,8 +116,8 @@ def guarded(exchange: Exchange, produce: Callable[[], Stream], close: Callable[[
     try:
         yield from produce()
     except ProxyError as error:
-        status, error_text, error_code = error.status, error.message, error.code
-        logger.warning("stream ended with an error: %s", error.message)
+        status, error_text, error_code = error.status, error.for_operator(), error.code
+        logger.warning("stream ended with an error: %s", error_text)
         yield [Failed(error)]
     except GeneratorExit:
         status = "client_disconnected"

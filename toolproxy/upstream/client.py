@@ -20,7 +20,7 @@ from toolproxy.upstream import session
 from toolproxy.upstream.deadline import capped, enforced
 from toolproxy.upstream.deadline import check as check_deadline
 from toolproxy.upstream.events import EventStream, HttpEventStream
-from toolproxy.upstream.failures import translate
+from toolproxy.upstream.failures import calling, translate
 from toolproxy.upstream.refusals import status_error, without_key
 from toolproxy.wire import jsonwire, shape
 
@@ -59,7 +59,7 @@ class HttpUpstream:
         self._proxies = session.Proxies()
 
     def complete(self, request: UpstreamRequest) -> dict[str, Any]:
-        with enforced(request.deadline):
+        with calling(f"{request.base_url}/chat/completions"), enforced(request.deadline):
             response = self._post(request)
             try:
                 if "text/event-stream" in response.headers.get("Content-Type", ""):
@@ -69,21 +69,24 @@ class HttpUpstream:
                 response.close()
 
     def stream(self, request: UpstreamRequest) -> EventStream:
-        response = self._post(request)
-        content_type = response.headers.get("Content-Type", "")
-        if "text/event-stream" not in content_type:
-            try:
-                body = self._decode_object(self._read_body(response))
-            finally:
-                response.close()
-            raise without_key(UpstreamBadResponse(f"the upstream answered a streaming request with "
-                                                  f"{content_type or 'no type'}: {str(body)[:200]}"), request.api_key)
-        return HttpEventStream(response, self._max_bytes, request.api_key)
+        url = f"{request.base_url}/chat/completions"
+        with calling(url):
+            response = self._post(request)
+            content_type = response.headers.get("Content-Type", "")
+            if "text/event-stream" not in content_type:
+                try:
+                    body = self._decode_object(self._read_body(response))
+                finally:
+                    response.close()
+                raise without_key(UpstreamBadResponse(f"the upstream answered a streaming request with "
+                                                      f"{content_type or 'no type'}: {str(body)[:200]}"),
+                                  request.api_key)
+        return HttpEventStream(response, self._max_bytes, request.api_key, url)
 
     def models(self, base_url: str, api_key: str | None) -> dict[str, Any]:
         """The model list, within `models_timeout`: a hung upstream must not hang a client's start-up."""
         deadline = time.monotonic() + self._models_timeout
-        with enforced(deadline):
+        with calling(f"{base_url}/models"), enforced(deadline):
             response = self._send("GET", f"{base_url}/models", api_key, deadline=deadline)
             try:
                 return self._decode_object(self._read_body(response, deadline))

@@ -14,7 +14,7 @@ from gevent import monkey
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from toolproxy.errors import UpstreamBadResponse, UpstreamDisconnected, UpstreamError
-from toolproxy.upstream.failures import translate
+from toolproxy.upstream.failures import calling, naming, translate
 from toolproxy.upstream.refusals import error_from_object, without_key
 from toolproxy.wire import jsonwire, shape, sse, stencil
 
@@ -53,8 +53,9 @@ class EventStream(Protocol):
 class HttpEventStream:
     """A streaming answer read event by event: see `EventStream`."""
 
-    def __init__(self, response: requests.Response, max_bytes: int, api_key: str | None) -> None:
+    def __init__(self, response: requests.Response, max_bytes: int, api_key: str | None, url: str = "") -> None:
         self._response = response
+        self._url = url  # named by its errors
         self._max_bytes = max_bytes
         self._decoder = sse.EventDecoder(max_bytes)
         self._api_key = api_key
@@ -72,7 +73,7 @@ class HttpEventStream:
         broke off or sent something unusable, after the events before it."""
         first = True
         try:
-            for batch in self._batches(shortcut):
+            for batch in self._named(self._batches(shortcut)):
                 if first and len(batch) > 1:
                     yield batch[:1]
                     batch = batch[1:]
@@ -81,7 +82,11 @@ class HttpEventStream:
         finally:
             self.close()
         if not self._saw_finish and not self._saw_done:  # [DONE] alone is an end; a body that just stops is not
-            raise UpstreamDisconnected("the upstream closed the stream before it finished")
+            raise naming(UpstreamDisconnected("the upstream closed the stream before it finished"), self._url)
+
+    def _named(self, batches: Iterator[Batch]) -> Iterator[Batch]:
+        with calling(self._url):
+            yield from batches
 
     def _batches(self, shortcut: Shortcut | None) -> Iterator[Batch]:
         for read in self._reads():

@@ -109,7 +109,7 @@ def serve(front: Front) -> Response:
     try:
         return within_gate(proxy.gate, lambda: front.respond(exchange, respond(exchange)))
     except ProxyError as error:
-        exchange.log(error.status, error.message, error.code)
+        exchange.log(error.status, error.for_operator(), error.code)
         raise
     except Exception:
         exchange.log(500, "unexpected failure: see the proxy's log")
