@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -44,6 +45,28 @@ class Upstream(Protocol):
     def stream(self, request: UpstreamRequest) -> EventStream: ...
 
     def models(self, base_url: str, api_key: str | None) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardCall:
+    """A request to one of the upstream's other endpoints (`/v1/embeddings`, ...), passed on as it came."""
+
+    method: str
+    url: str
+    body: bytes
+    content_type: str
+    api_key: str | None = field(default=None, repr=False)
+    deadline: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Forwarded:
+    """Its answer: a whole body (read within the size limit), or a stream's reads (`chunks`, closed by `close`)."""
+
+    content_type: str
+    body: bytes = b""
+    chunks: Iterator[bytes] | None = None
+    close: Callable[[], None] = lambda: None
 
 
 class HttpUpstream:
@@ -93,6 +116,31 @@ class HttpUpstream:
             finally:
                 response.close()
 
+    def forward(self, call: ForwardCall) -> Forwarded:
+        """The upstream's answer to a request passed on: an error status raised as the upstream's error; an event
+        stream read as it comes (within the deadline); anything else read whole, within the size limit."""
+        with calling(call.url):
+            response = self._send(call.method, call.url, call.api_key, call.body or None, call.deadline,
+                                  content_type=call.content_type)
+            content_type = response.headers.get("Content-Type", "application/octet-stream")
+            if "text/event-stream" in content_type:
+                return Forwarded(content_type, chunks=self._reads(response, call), close=response.close)
+            try:
+                return Forwarded(content_type, self._read_body(response, call.deadline))
+            finally:
+                response.close()
+
+    def _reads(self, response: requests.Response, call: ForwardCall) -> Iterator[bytes]:
+        with calling(call.url):
+            try:
+                while chunk := response.raw.read1(READ_SIZE, decode_content=True):
+                    yield chunk
+                    check_deadline(call.deadline)
+            except (requests.RequestException, OSError, Urllib3Error) as error:
+                raise translate(error) from None
+            finally:
+                response.close()
+
     def answers(self, base_url: str) -> bool:
         """Whether the upstream answers `/models` within two seconds (for the dashboard, never a request)."""
         try:
@@ -107,10 +155,10 @@ class HttpUpstream:
                           jsonwire.encode(request.body), request.deadline)
 
     def _send(self, method: str, url: str, api_key: str | None, data: bytes | None = None,
-              deadline: float | None = None) -> requests.Response:
+              deadline: float | None = None, content_type: str = "application/json") -> requests.Response:
         """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
         try:
-            response = self._exchange(method, url, api_key, data, capped(self._timeout, deadline))
+            response = self._exchange(method, url, api_key, data, capped(self._timeout, deadline), content_type)
         except requests.RequestException as error:
             raise translate(error) from None
         if 300 <= response.status_code < 400:
@@ -126,12 +174,13 @@ class HttpUpstream:
         return response
 
     def _exchange(self, method: str, url: str, api_key: str | None, data: bytes | None,
-                  timeout: tuple[float, float]) -> requests.Response:
+                  timeout: tuple[float, float], content_type: str = "application/json") -> requests.Response:
         """One request through requests' transport adapter, without a Session's per-request work (cookie jars,
         hooks, settings merges, redirects): a third of an upstream call's CPU, and nothing a proxy wants (one
         client's upstream cookies must not reach the next)."""
         prepared = requests.PreparedRequest()
-        prepared.prepare(method=method, url=url, headers=_headers(api_key), data=data)
+        prepared.prepare(method=method, url=url, headers={**_headers(api_key), "Content-Type": content_type},
+                         data=data)
         return self._session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
                                                    verify=self._verify, proxies=self._proxies(url))
 

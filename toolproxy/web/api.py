@@ -9,12 +9,13 @@ from collections.abc import Callable
 from flask import Blueprint, Response, current_app, g, request
 
 from toolproxy.errors import AuthenticationFailed, ProxyError
-from toolproxy.fronts.base import Front, json_response
+from toolproxy.fronts.base import SSE_HEADERS, Front, json_response
 from toolproxy.fronts.openai_chat import OpenAIChat
 from toolproxy.observe.record import TransformRecord, new_record
 from toolproxy.routes import models, vtc_chat
 from toolproxy.routes.chat import answer
 from toolproxy.routes.exchange import Exchange
+from toolproxy.routes.forward import forward as proxy_forward
 from toolproxy.routes.proxy import Proxy
 from toolproxy.upstream.gate import Gate
 from toolproxy.version import __version__
@@ -126,6 +127,22 @@ def within_gate(gate: Gate, respond: Callable[[], Response]) -> Response:
         ticket.leave()
         raise
     response.call_on_close(ticket.leave)
+    return response
+
+
+@bp.route("/v1/<path:path>", methods=["GET", "POST"])
+def forward(path: str) -> Response:
+    """Any other /v1 endpoint, passed on to the upstream (routes/forward.py); the paths above are ours."""
+    proxy = current_proxy()
+    settings = proxy.settings
+    body = read_body(request.environ, limit=settings.max_body_bytes, timeout=settings.body_timeout)
+    g.body_read = True
+    answer = proxy_forward(settings, proxy.http, request.method, path, body,
+                           request.headers.get("Content-Type", "application/json"), client_token())
+    if answer.chunks is None:
+        return Response(answer.body, mimetype=None, content_type=answer.content_type)
+    response = Response(answer.chunks, content_type=answer.content_type, headers=SSE_HEADERS)
+    response.call_on_close(answer.close)
     return response
 
 
