@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app, g, request
 
-from toolproxy.errors import AuthenticationFailed, ProxyError
+from toolproxy.errors import AuthenticationFailed, InvalidRequest, ProxyError
 from toolproxy.fronts.base import SSE_HEADERS, Front, json_response
 from toolproxy.fronts.openai_chat import OpenAIChat
 from toolproxy.observe.record import TransformRecord, new_record
@@ -132,7 +132,10 @@ def within_gate(gate: Gate, respond: Callable[[], Response]) -> Response:
 
 @bp.route("/v1/<path:path>", methods=["GET", "POST"])
 def forward(path: str) -> Response:
-    """Any other /v1 endpoint, passed on to the upstream (routes/forward.py); the paths above are ours."""
+    """Any other /v1 endpoint, passed on to the upstream (routes/forward.py); the proxy's own paths are not."""
+    if any(rule.rule == f"/v1/{path}" for rule in current_app.url_map.iter_rules()):
+        raise InvalidRequest(f"{request.method} is not allowed on {request.path}", status=405,
+                             code="method_not_allowed")
     proxy = current_proxy()
     settings = proxy.settings
     body = read_body(request.environ, limit=settings.max_body_bytes, timeout=settings.body_timeout)
