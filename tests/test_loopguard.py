@@ -114,3 +114,28 @@ def test_an_openclaw_shaped_loop_is_stopped_by_the_proxy(serve, settings, upstre
     streamed = accumulate(read_stream(proxy.post(body, headers={"User-Agent": "openclaw"})))
     assert "loop guard" in streamed["content"] and streamed["tool_calls"] == []
     assert streamed["finish_reason"] == ["stop"] and not upstream.received
+
+
+# Issue 24: agents other than OpenClaw insert envelopes the guard does not know; identical calls that got identical
+# results are a loop whatever sits between them, and only a user instruction with words of its own resets them.
+UNKNOWN_ENVELOPE = {"role": "user", "content": "[agent-runtime] step finished; tools available: read, write"}
+
+
+def test_identical_calls_with_identical_results_stop_whatever_sits_between_them():
+    messages = conversation(*[[*turn("/a"), UNKNOWN_ENVELOPE] for _ in range(4)])
+    reason = loopguard.check(messages, repeats=4, max_tool_messages=500)
+    assert reason is not None and "'read'" in reason and "same result" in reason
+
+
+def test_identical_calls_with_different_results_behind_an_unknown_envelope_go_on():
+    turns = []
+    for index in range(4):
+        call, result = turn("/a")
+        turns.append([call, {**result, "content": f"line {index}"}, UNKNOWN_ENVELOPE])
+    assert loopguard.check(conversation(*turns), repeats=4, max_tool_messages=500) is None
+
+
+def test_a_user_instruction_of_its_own_still_resets_identical_results():
+    messages = conversation(turn("/a"), [UNKNOWN_ENVELOPE], turn("/a"), [{"role": "user", "content": "look again"}],
+                            turn("/a"), [UNKNOWN_ENVELOPE], turn("/a"))
+    assert loopguard.check(messages, repeats=4, max_tool_messages=500) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,18 +21,22 @@ def check(messages: list[dict[str, Any]], *, repeats: int, max_tool_messages: in
     if tool_messages >= max_tool_messages:
         return (f"Stopped by toolproxy's loop guard: this conversation already holds {tool_messages} tool results "
                 f"(the limit is {max_tool_messages}). Start a new task or summarise before going on.")
-    name, count = _trailing_repeats(messages)
+    name, count = _trailing_repeats(_calls_backwards(messages))
     if name is not None and count >= repeats:
         return (f"Stopped by toolproxy's loop guard: the tool {name!r} was called {count} times in a row with the "
                 "same arguments. Try a different approach or ask the user for help.")
+    name, count = _trailing_repeats(_calls_and_results_backwards(messages))
+    if name is not None and count >= repeats:
+        return (f"Stopped by toolproxy's loop guard: the tool {name!r} was called {count} times with the same "
+                "arguments and got the same result each time. Try a different approach or ask the user for help.")
     return None
 
 
-def _trailing_repeats(messages: list[dict[str, Any]]) -> tuple[str | None, int]:
+def _trailing_repeats(calls: Iterator[tuple[str, ...]]) -> tuple[str | None, int]:
     """The last call and how many times in a row it was made, counting back from the end of the conversation."""
-    last: tuple[str, str] | None = None
+    last: tuple[str, ...] | None = None
     count = 0
-    for key in _calls_backwards(messages):
+    for key in calls:
         if last is None:
             last = key
         if key != last:
@@ -55,6 +60,36 @@ def _calls_backwards(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str]
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict):
                 yield str(function.get("name")), _canonical(function.get("arguments"))
+
+
+def _calls_and_results_backwards(messages: list[dict[str, Any]]) -> Iterator[tuple[str, str, str]]:
+    """Calls with the result each got, from the newest back, whatever messages sit between them: agents insert
+    context in envelopes no list can know. Only an assistant answer without calls, or a user message with words
+    of its own that it says once (a client's inserted context says the same thing again and again) ends the run.
+    Going back, a call's results are the tool messages met since the assistant message before them."""
+    said: Counter[str] | None = None  # how often each user text occurs: counted when first needed
+    results: dict[Any, str] = {}
+    for message in reversed(messages):
+        role = message.get("role")
+        if role == "tool":
+            results[message.get("tool_call_id")] = _text(message.get("content"))
+            continue
+        if role == "user" and is_instruction(message):
+            said = said or Counter(_text(item.get("content")).strip() for item in messages
+                                   if item.get("role") == "user")
+            if said[_text(message.get("content")).strip()] == 1:
+                return
+        if role != "assistant":
+            continue
+        calls = message.get("tool_calls")
+        if not calls:
+            return
+        for call in reversed(calls):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                result = results.get(call.get("id"), "")
+                yield str(function.get("name")), _canonical(function.get("arguments")), result
+        results = {}
 
 
 def is_instruction(message: dict[str, Any]) -> bool:
