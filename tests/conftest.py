@@ -74,6 +74,17 @@ def serve() -> Iterator[Callable[[Settings], ProxyServer]]:
     yield start
     for server in servers:
         server.shutdown()
+    _wait_for_health_checks()
+
+
+def _wait_for_health_checks() -> None:
+    """A dashboard page starts its upstream checks in the background (upstream/health.py): they end before the
+    next test, whose upstream would otherwise receive them."""
+    deadline = time.monotonic() + 30
+    while any(thread.name == "toolproxy-health" for thread in threading.enumerate()):
+        if time.monotonic() > deadline:
+            raise RuntimeError("an upstream health check is still running after 30 s")
+        time.sleep(0.05)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
@@ -13,10 +12,9 @@ from toolproxy.observe.logs import log_request
 from toolproxy.observe.metrics import Metrics
 from toolproxy.observe.record import TransformRecord
 from toolproxy.observe.translog import TransformLog
-from toolproxy.upstream.client import HttpUpstream, Upstream, public_url
+from toolproxy.upstream.client import HttpUpstream, Upstream
 from toolproxy.upstream.gate import Gate
-
-HEALTH_TTL = 10.0
+from toolproxy.upstream.health import Health, HealthChecks
 
 
 @dataclass(slots=True)
@@ -26,9 +24,9 @@ class Proxy:
     translog: TransformLog
     metrics: Metrics
     gate: Gate
+    health: HealthChecks
     demo: DemoUpstream = field(default_factory=DemoUpstream)
     started: float = field(default_factory=time.time)
-    _health: tuple[float, list[dict[str, Any]]] = (0.0, [])
     secrets: tuple[str, ...] = ()
 
     @classmethod
@@ -43,7 +41,7 @@ class Proxy:
         translog = TransformLog(settings.data_dir, max_records=settings.log_records,
                                 max_field_chars=settings.log_field_chars, secrets=secrets)
         gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout)
-        return cls(settings, http, translog, Metrics(), gate, secrets=tuple(secrets))
+        return cls(settings, http, translog, Metrics(), gate, HealthChecks(http.check_models), secrets=tuple(secrets))
 
     def record(self, record: TransformRecord) -> None:
         """A finished request into the shared log, the metrics and its one log line; none ever fails the request."""
@@ -55,12 +53,7 @@ class Proxy:
         """The configured server, or the built-in demo model when no upstream is configured for this model."""
         return self.http if target.upstream else self.demo
 
-    def upstream_health(self) -> list[dict[str, Any]]:
-        """Each configured upstream and whether it answers `/models`, checked at most every ten seconds."""
-        checked, results = self._health
-        if time.monotonic() - checked < HEALTH_TTL:
-            return results
+    def upstream_health(self) -> list[Health]:
+        """Each configured upstream and whether it answers `/models`, as last checked: never waits for a check."""
         urls = {self.settings.upstream, *(rule.overrides.get("upstream") for rule in self.settings.models)}
-        results = [{"url": public_url(url), "ok": self.http.answers(url)} for url in sorted(filter(None, urls))]
-        self._health = (time.monotonic(), results)
-        return results
+        return self.health.current(str(url) for url in urls if url)

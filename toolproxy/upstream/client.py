@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import requests
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from toolproxy.errors import UpstreamBadResponse
+from toolproxy.errors import UpstreamBadResponse, UpstreamError
 from toolproxy.upstream import session
 from toolproxy.upstream.deadline import capped, enforced
 from toolproxy.upstream.deadline import check as check_deadline
@@ -29,6 +29,15 @@ logger = logging.getLogger(__name__)
 
 READ_SIZE = 64 * 1024
 USER_AGENT = "toolproxy/0.1"
+CHECK_BYTES = 1024 * 1024  # what a health check reads of `/models`: a model list is a few KB
+
+
+@dataclass(frozen=True, slots=True)
+class ModelsCheck:
+    """What a health check of an upstream's `/models` found: whether it answers, and in a few words how."""
+
+    ok: bool
+    detail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +151,44 @@ class HttpUpstream:
                 response.close()
 
     def answers(self, base_url: str) -> bool:
-        """Whether the upstream answers `/models` within two seconds (for the dashboard, never a request)."""
+        """Whether the upstream answers `/models`, as `check_models` finds out (bounded the same way)."""
+        return self.check_models(base_url).ok
+
+    def check_models(self, base_url: str) -> ModelsCheck:
+        """What the upstream's `/models` says to a health check (never to a request): no redirect followed, at
+        most CHECK_BYTES read, decompressed (a gzip bomb stops there), all within `models_timeout` (a trickling
+        body too). No key is sent, so an upstream that wants one still answers, with a 401."""
+        deadline = time.monotonic() + self._models_timeout
         try:
-            with self._session.get(f"{base_url}/models", timeout=(1, 2), headers=_headers(None),
-                                   proxies=self._proxies(base_url)) as response:
-                return response.status_code < 500
-        except requests.RequestException:
-            return False
+            with enforced(deadline):
+                response = self._exchange("GET", f"{base_url}/models", None, None, capped(self._timeout, deadline))
+                try:
+                    return self._judge(response, deadline)
+                finally:
+                    response.close()
+        except (requests.RequestException, OSError, Urllib3Error) as error:
+            return ModelsCheck(False, translate(error).message)
+        except UpstreamError as error:
+            return ModelsCheck(False, error.message)
+
+    def _judge(self, response: requests.Response, deadline: float) -> ModelsCheck:
+        status = response.status_code
+        if 300 <= status < 400:  # not followed: its target may be an internal host
+            return ModelsCheck(False, f"answered {status}, a redirect, which toolproxy does not follow")
+        if status != 200:
+            return ModelsCheck(status < 500, f"HTTP {status}")  # a 401 still answers: no key was sent
+        return ModelsCheck(True, _model_count(self._read_at_most(response, CHECK_BYTES, deadline)))
+
+    def _read_at_most(self, response: requests.Response, limit: int, deadline: float) -> bytes | None:
+        """The body, decompressed, if it is at most `limit` bytes; None when it is longer (the rest is never read:
+        urllib3 decompresses no more than each read asks for)."""
+        body = bytearray()
+        while chunk := response.raw.read1(min(READ_SIZE, limit + 1 - len(body)), decode_content=True):
+            body += chunk
+            if len(body) > limit:
+                return None
+            check_deadline(deadline)
+        return bytes(body)
 
     def _post(self, request: UpstreamRequest) -> requests.Response:
         return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
@@ -206,6 +246,20 @@ class HttpUpstream:
         if not isinstance(value, dict):
             raise UpstreamBadResponse("the upstream's answer is not a JSON object")
         return value
+
+
+def _model_count(body: bytes | None) -> str:
+    """How a `/models` answer reads: its number of models, or why not."""
+    if body is None:
+        return f"a model list over {CHECK_BYTES} bytes (not read further)"
+    try:
+        value = jsonwire.loads(body, 16, 10_000)
+    except jsonwire.JsonWireError:
+        return "not a model list"
+    models = value.get("data") if isinstance(value, dict) else None
+    if not isinstance(models, list):
+        return "not a model list"
+    return "1 model" if len(models) == 1 else f"{len(models)} models"
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
