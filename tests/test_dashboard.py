@@ -4,6 +4,7 @@ login when keys are configured, escaping and security headers."""
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import requests
@@ -22,6 +23,15 @@ def wait_for_records(url: str, count: int, **kwargs) -> list[dict]:
             return rows
         time.sleep(0.1)
     raise AssertionError(f"fewer than {count} records")
+
+
+def sign_in(session: requests.Session, url: str, key: str) -> requests.Response:
+    """The dashboard's form as a browser fills it: its page first (which gives the session its token), then the
+    post."""
+    form = session.get(f"{url}/dashboard/login", timeout=10).text
+    token = re.search(r'name="csrf" value="([^"]+)"', form)
+    assert token, form
+    return session.post(f"{url}/dashboard/login", data={"key": key, "csrf": token.group(1)}, timeout=10)
 
 
 def test_records_detail_and_test_case(upstream, proxy):
@@ -65,8 +75,8 @@ def test_dashboard_needs_a_login_when_keys_are_set(upstream, serve, settings):
     first = session.get(f"{proxy.url}/dashboard/", timeout=5)
     assert first.url.endswith("/dashboard/login") and "API key" in first.text
     assert session.get(f"{proxy.url}/dashboard/records.json", timeout=5).status_code == 401
-    assert "not one of" in session.post(f"{proxy.url}/dashboard/login", data={"key": "wrong"}, timeout=5).text
-    signed_in = session.post(f"{proxy.url}/dashboard/login", data={"key": "sk-dash"}, timeout=5)
+    assert "not one of" in sign_in(session, proxy.url, "wrong").text
+    signed_in = sign_in(session, proxy.url, "sk-dash")
     assert signed_in.url.endswith("/dashboard/") and "sk-dash" not in session.cookies.get("toolproxy_session")
     assert session.get(f"{proxy.url}/dashboard/records.json", timeout=5).status_code == 200
     assert requests.get(f"{proxy.url}/metrics", timeout=5).status_code == 401
@@ -90,7 +100,7 @@ def test_secrets_stay_out_of_the_log(upstream, serve, settings):
     headers = {"Authorization": "Bearer sk-SENTINEL-client"}
     proxy.post(make_body("my key is sk-SENTINEL-client"), headers=headers)
     session = requests.Session()
-    session.post(f"{proxy.url}/dashboard/login", data={"key": "sk-SENTINEL-client"}, timeout=5)
+    sign_in(session, proxy.url, "sk-SENTINEL-client")
     rows = wait_for_records(proxy.url, 1, cookies=session.cookies)
     detail = session.get(f"{proxy.url}/dashboard/record/{rows[0]['id']}", timeout=5).text
     assert "SENTINEL" not in detail and "SENTINEL" not in json.dumps(rows)
@@ -163,7 +173,7 @@ def test_the_login_is_a_signed_session_that_cannot_be_forged(upstream, serve, se
     proxy = serve(with_settings(settings, api_keys=("sk-dash",)))
     other = serve(with_settings(settings, api_keys=("sk-other",)))
     session = requests.Session()
-    session.post(f"{proxy.url}/dashboard/login", data={"key": "sk-dash"}, timeout=5)
+    sign_in(session, proxy.url, "sk-dash")
     cookie = session.cookies.get("toolproxy_session")
     payload, _, signature = cookie.rpartition(".")
     assert session.get(f"{proxy.url}/dashboard/records.json", timeout=5).status_code == 200

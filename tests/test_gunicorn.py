@@ -14,6 +14,7 @@ import requests
 
 from tests.conftest import ROOT, free_port, make_tool
 from tests.fake_upstream import completion
+from tests.test_dashboard import sign_in
 
 READ = make_tool("read", {"path": {"type": "string"}, "limit": {"type": "integer"}}, ["path"])
 BASH = make_tool("bash", {"command": {"type": "string"}}, ["command"])
@@ -162,7 +163,7 @@ def test_secrets_never_reach_the_access_log_records_pages_or_metrics(upstream, s
 
 def _every_page(url: str, key: str, count: int) -> list[str]:
     session = requests.Session()
-    session.post(f"{url}/dashboard/login", data={"key": key}, timeout=10)
+    sign_in(session, url, key)
     deadline = time.monotonic() + 20
     rows: list[dict] = []
     while len(rows) < count and time.monotonic() < deadline:

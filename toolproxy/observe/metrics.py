@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -38,6 +38,8 @@ UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0,
 UPSTREAM_CODES = frozenset({"upstream_error", "upstream_unavailable", "upstream_timeout", "bad_upstream_response",
                             "upstream_disconnected"})
 _UPSTREAM_HTTP_CODE = re.compile(r"upstream_http_[1-5][0-9][0-9]")
+# A right key; a wrong one; refused unheard while its address waits (web/attempts.py); a form without its token.
+LoginOutcome = Literal["success", "wrong_key", "refused", "bad_token"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,7 @@ class _Instruments:
     upstream: Histogram
     in_flight: Gauge
     build_info: Gauge
+    logins: Counter
 
 
 def _instruments(registry: CollectorRegistry | None) -> _Instruments:
@@ -69,6 +72,8 @@ def _instruments(registry: CollectorRegistry | None) -> _Instruments:
         # "max": one series for the instance, not one per worker.
         Gauge("toolproxy_build_info", "Always 1; the labels say which toolproxy runs", ["version"],
               multiprocess_mode="max", registry=registry),
+        Counter("toolproxy_dashboard_logins", "Dashboard sign-in attempts by outcome", ["outcome"],
+                registry=registry),
     )
 
 
@@ -134,6 +139,10 @@ class Metrics:
 
     def request_finished(self) -> None:
         self._instruments.in_flight.dec()
+
+    def login(self, outcome: LoginOutcome) -> None:
+        """One dashboard sign-in attempt."""
+        self._instruments.logins.labels(outcome=outcome).inc()
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type, for `GET /metrics`."""

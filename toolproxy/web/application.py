@@ -16,7 +16,7 @@ from toolproxy.fronts.base import json_response
 from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
-from toolproxy.web import api, connection, dashboard, debug, hosts, pages
+from toolproxy.web import api, connection, dashboard, debug, hosts, login, pages
 
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -38,7 +38,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(api.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(dashboard.bp)
-    dashboard.configure_session(app, settings.api_keys)
+    login.install(app, settings.api_keys)
     app.register_blueprint(dashboard.metrics_bp)
     if settings.debug_routes:
         debug.install(app)

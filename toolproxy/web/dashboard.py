@@ -4,13 +4,10 @@ the script is served by the app (no CDN: the box may be offline) and the page wo
 
 from __future__ import annotations
 
-import hashlib
 import time
-from datetime import timedelta
 from typing import Any
 
-from flask import Blueprint, Flask, Response, abort, current_app, redirect, render_template, request, session, url_for
-from flask.sessions import SecureCookieSessionInterface
+from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
 from toolproxy.routes.proxy import Proxy
@@ -21,8 +18,6 @@ from toolproxy.wire import jsonwire
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 metrics_bp = Blueprint("metrics", __name__)
 
-COOKIE = "toolproxy_session"
-SESSION_SECONDS = 12 * 3600
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
                                "base-uri 'none'; frame-ancestors 'none'; img-src 'self'; form-action 'self'",
@@ -40,13 +35,13 @@ def _proxy() -> Proxy:
 
 @bp.before_request
 def require_login() -> BaseResponse | None:
-    if request.endpoint == "dashboard.login" or not _proxy().settings.api_keys:
+    if not _proxy().settings.api_keys:
         return None
-    if session.get("dashboard") is True:  # Flask's session: signed (itsdangerous), expiring after SESSION_SECONDS
+    if session.get("dashboard") is True:  # signed (itsdangerous), expiring: login.py
         return None
     if request.path.endswith(".json"):
         abort(401)
-    return redirect(url_for("dashboard.login"))
+    return redirect(url_for("login.form"))
 
 
 @bp.after_request
@@ -105,20 +100,6 @@ def testcase(record_id: int) -> Response:
                     headers={"Content-Disposition": f'attachment; filename="toolproxy-case-{record_id}.json"'})
 
 
-@bp.route("/login", methods=["GET", "POST"])
-def login() -> BaseResponse | str:
-    """A form that sets a signed cookie: the key itself never travels in a URL nor sits in the cookie."""
-    keys = _proxy().settings.api_keys
-    if request.method == "POST":
-        if keys and is_authorized(f"Bearer {request.form.get('key', '')}", keys):
-            session.clear()
-            session.permanent = True
-            session["dashboard"] = True
-            return redirect(url_for("dashboard.index"))
-        return render_template("login.html", failed=True, demo=False)
-    return render_template("login.html", failed=False, demo=False)
-
-
 @metrics_bp.get("/metrics")
 def metrics() -> Response:
     keys = _proxy().settings.api_keys
@@ -149,19 +130,3 @@ def _filters() -> dict[str, Any]:
     if request.args.get("has_issues") in ("1", "yes", "true", "on"):
         filters["has_issues"] = True
     return filters
-
-
-def configure_session(app: Flask, api_keys: tuple[str, ...]) -> None:
-    """The dashboard's login lives in Flask's signed session cookie. The signing key is derived from the
-    configured API keys, so every worker (and every instance with the same keys) accepts it, and changing the keys
-    signs everyone out."""
-    app.secret_key = hashlib.sha256(("toolproxy-dashboard\0" + "\0".join(api_keys)).encode()).digest()
-    app.config.update(SESSION_COOKIE_NAME=COOKIE, SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Strict",
-                      PERMANENT_SESSION_LIFETIME=timedelta(seconds=SESSION_SECONDS))
-    app.session_interface = _SessionInterface()
-
-
-class _SessionInterface(SecureCookieSessionInterface):
-    def get_cookie_secure(self, app: Flask) -> bool:
-        """Secure exactly when the page was served over TLS: a LAN box without TLS still gets its cookie."""
-        return request.is_secure
