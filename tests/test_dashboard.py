@@ -183,3 +183,25 @@ def test_the_login_is_a_signed_session_that_cannot_be_forged(upstream, serve, se
         assert response.status_code == 401
     elsewhere = requests.get(f"{other.url}/dashboard/records.json", cookies={"toolproxy_session": cookie}, timeout=5)
     assert elsewhere.status_code == 401, "a session signed under other keys is refused"
+
+
+BIG = "9" * 20  # past 64 bits: SQLite cannot even compare with it
+MALFORMED = [
+    (f"/dashboard/record/{BIG}", 404), ("/dashboard/record/9223372036854775808", 404),
+    (f"/dashboard/record/{BIG}/testcase.json", 404), ("/dashboard/record/" + "9" * 5000, 404),
+    (f"/dashboard/records.json?after_id={BIG}", 400), (f"/dashboard/records.json?after_id=-{BIG}", 400),
+    ("/dashboard/records.json?after_id=x", 400), ("/dashboard/records.json?after_id=%EF%BC%91", 400),
+    ("/dashboard/records.json?after_id=" + "9" * 5000, 400), (f"/dashboard/records.json?status={BIG}", 400),
+    (f"/dashboard/?status={BIG}", 400), ("/dashboard/records.json?has_issues=%FF", 400),
+    ("/dashboard/records.json?status=%C2%B2", 200), ("/dashboard/record/9223372036854775807", 404),
+]
+
+
+def test_malformed_ids_and_filters_are_404_or_400_never_500(upstream, proxy):
+    proxy.post({"model": "m"})
+    wait_for_records(proxy.url, 1)
+    answers = {path: requests.get(f"{proxy.url}{path}", timeout=10) for path, _ in MALFORMED}
+    assert {path: answer.status_code for path, answer in answers.items()} == dict(MALFORMED)
+    for path, answer in answers.items():
+        if answer.status_code != 200:
+            assert answer.json()["error"]["message"], path

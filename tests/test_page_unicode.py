@@ -42,7 +42,7 @@ def test_odd_text_everywhere_never_breaks_a_page(proxy, upstream):
     rows = wait_for_records(proxy.url, 2)
     pages = ["/dashboard/", "/dashboard/records.json", "/", "/metrics",
              "/dashboard/?model=%ED%A0%BD&client=%FF&status=%00",
-             "/dashboard/records.json?model=%ED%A0%BD&after_id=x"]
+             "/dashboard/records.json?model=%ED%A0%BD&status=%C2%B2"]
     for row in rows:
         pages += [f"/dashboard/record/{row['id']}", f"/dashboard/record/{row['id']}/testcase.json"]
     for page in pages:

@@ -82,8 +82,8 @@ def _read(path: str, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[An
 def _filters(*, model: str | None, client: str | None, status: int | str | None, has_issues: bool | None,
              protocol: str | None, after_id: int | None) -> tuple[str, tuple[Any, ...]]:
     """A WHERE clause of fixed fragments, and its parameters: no value is ever written into the SQL."""
-    if isinstance(status, str) and status.isdigit():
-        status = int(status)  # from a query string: "502" means the integer status stored
+    if isinstance(status, str) and status.isascii() and status.isdigit() and len(status) <= 3:
+        status = int(status)  # from a query string: "502" means the integer status stored ("²" is no number)
     wanted = (("model = ?", model), ("client = ?", client), ("status = ?", status),
               ("has_issues = ?", None if has_issues is None else int(has_issues)), ("protocol = ?", protocol),
               ("id > ?", after_id))

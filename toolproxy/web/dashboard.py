@@ -10,6 +10,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, current_app, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
+from toolproxy.errors import InvalidRequest
 from toolproxy.routes.proxy import Proxy
 from toolproxy.version import __version__
 from toolproxy.web.api import is_authorized
@@ -26,6 +27,9 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 FILTERS = ("model", "client", "status", "protocol", "has_issues")
+MAX_ID = 2**63 - 1  # SQLite's largest integer: a record id, or a number a query compares with one
+FLAGS = {"": False, "0": False, "no": False, "false": False, "off": False,
+         "1": True, "yes": True, "true": True, "on": True}
 
 
 def _proxy() -> Proxy:
@@ -62,8 +66,7 @@ def index() -> str:
 
 @bp.get("/records.json")
 def records() -> Response:
-    after = request.args.get("after_id", type=int)
-    rows = _proxy().translog.recent(100, after_id=after, **_filters())
+    rows = _proxy().translog.recent(100, after_id=_after_id(), **_filters())
     return Response(jsonwire.dumps({"records": rows}), mimetype="application/json")
 
 
@@ -76,7 +79,7 @@ def by_request_id(request_id: str) -> BaseResponse:
     return redirect(url_for("dashboard.record", record_id=found))
 
 
-@bp.get("/record/<int:record_id>")
+@bp.get(f"/record/<int(max={MAX_ID}):record_id>")  # a larger id names no record: 404
 def record(record_id: int) -> str:
     found = _proxy().translog.get(record_id)
     if found is None:
@@ -86,7 +89,7 @@ def record(record_id: int) -> str:
                            demo=_proxy().settings.is_demo)
 
 
-@bp.get("/record/<int:record_id>/testcase.json")
+@bp.get(f"/record/<int(max={MAX_ID}):record_id>/testcase.json")
 def testcase(record_id: int) -> Response:
     """The transform as a golden test case (request tools, model text, expected result) for a bug report."""
     found = _proxy().translog.get(record_id)
@@ -125,8 +128,35 @@ def highlight(text: str, calls: list[dict[str, Any]]) -> list[tuple[str, bool]]:
 
 
 def _filters() -> dict[str, Any]:
-    filters: dict[str, Any] = {key: request.args.get(key) or None for key in ("model", "client", "status",
-                                                                              "protocol")}
-    if request.args.get("has_issues") in ("1", "yes", "true", "on"):
+    """The record filters of the query string; a malformed one is a 400 (never a 500 from the store)."""
+    flag = request.args.get("has_issues", "").lower()
+    if flag not in FLAGS:
+        raise InvalidRequest("has_issues is 1 or 0 (yes/no, true/false, on/off)", param="has_issues")
+    filters: dict[str, Any] = {key: request.args.get(key) or None for key in ("model", "client", "protocol")}
+    filters["status"] = _status(request.args.get("status", ""))
+    if FLAGS[flag]:
         filters["has_issues"] = True
     return filters
+
+
+def _status(text: str) -> int | str | None:
+    """An HTTP status as the integer stored; other text as text (a status stored as a word: client_disconnected);
+    None for no filter. A number no status can be is a 400."""
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        return text
+    if len(text) > 3:
+        raise InvalidRequest("status is an HTTP status (such as 502) or client_disconnected", param="status")
+    return int(text)
+
+
+def _after_id() -> int | None:
+    text = request.args.get("after_id", "")
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and len(text) <= 19 and int(text) <= MAX_ID):
+        raise InvalidRequest(f"after_id is a record id: a whole number from 0 to {MAX_ID}", param="after_id")
+    return int(text)
+
+
