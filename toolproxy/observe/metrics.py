@@ -140,6 +140,10 @@ class Metrics:
     def request_finished(self) -> None:
         self._instruments.in_flight.dec()
 
+    def refused(self, status: int) -> None:
+        """A request refused before any route ran (web/refusals.py): no record of its own comes to `observe`."""
+        self._instruments.requests.labels(route="refused", status=str(status)).inc()
+
     def login(self, outcome: LoginOutcome) -> None:
         """One dashboard sign-in attempt."""
         self._instruments.logins.labels(outcome=outcome).inc()

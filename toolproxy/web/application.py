@@ -17,6 +17,7 @@ from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
 from toolproxy.web import api, connection, dashboard, debug, hosts, login, pages
+from toolproxy.web.refusals import REFUSALS, Refusals
 
 logger = logging.getLogger("toolproxy")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -42,6 +43,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(dashboard.metrics_bp)
     if settings.debug_routes:
         debug.install(app)
+    app.extensions[REFUSALS] = Refusals(app.extensions["toolproxy"])
     _register_error_handlers(app, settings)
     app.before_request(_assign_request_id)
     app.after_request(_nosniff)
@@ -55,11 +57,14 @@ def build_app(settings: Settings | None = None) -> Flask:
 def _register_error_handlers(app: Flask, settings: Settings) -> None:
     @app.errorhandler(ProxyError)
     def proxy_error(error: ProxyError) -> Response:
+        app.extensions[REFUSALS].note(error)
         return error_response(error)
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
-        return error_response(_from_http(error, settings))
+        converted = _from_http(error, settings)
+        app.extensions[REFUSALS].note(converted)
+        return error_response(converted)
 
     @app.errorhandler(Exception)
     def unexpected(error: Exception) -> Response:
@@ -80,7 +85,8 @@ def _assign_request_id() -> None:
 
 def _request_id_header(response: Response) -> Response:
     response.headers["X-Request-Id"] = g.get("request_id") or new_request_id()
-    if request.endpoint != "api.chat_completions":  # a chat completion's line comes with its record
+    # A chat completion's line comes with its record; one refused before routing has none (refusals.py).
+    if request.endpoint != "api.chat_completions" or g.get("refused"):
         log_other(response.headers["X-Request-Id"], request.method, request.path, response.status_code)
     return response
 
