@@ -29,7 +29,7 @@ def test_every_record_names_its_protocol_and_the_dashboard_filters_by_it(upstrea
     page = requests.get(f"{proxy.url}/dashboard/", params={"protocol": "chat"}, timeout=5).text
     assert 'name="protocol"' in page and "<td>chat</td>" in page
     detail = requests.get(f"{proxy.url}/dashboard/record/{rows[0]['id']}", timeout=5).text
-    assert " · chat · " in detail
+    assert ">chat · rejected · status 400" in detail  # the facts line: protocol, route, status
 
 
 def as_client_reads_it(content: str | None, tools: dict[str, dict]) -> tuple[str, list[tuple[str, object]]]:
