@@ -123,3 +123,24 @@ def test_a_result_is_shared_until_it_is_stale(upstream, proxy):
     for _ in range(3):
         requests.get(f"{proxy.url}/dashboard/", timeout=10)
     assert len(model_checks(upstream)) == 1, "pages within ten seconds share the result"
+
+
+def test_under_gevent_trickling_headers_are_cut_too(upstream, start_gunicorn, stop):
+    """gunicorn's gevent worker, as in production: the check runs as a greenlet, and the total deadline holds
+    while headers trickle, where no read ever waits long enough to time out."""
+    server = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, "TOOLPROXY_MODELS_TIMEOUT": "3"}).wait_ready()
+    sent: list[int] = []
+
+    def script(request: Received, wire: Wire) -> None:
+        wire.sock.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        for _ in range(60):
+            if stop.wait(1):
+                return
+            wire.sock.sendall(b"a")
+            sent.append(1)
+
+    upstream.script = script
+    first = requests.get(f"{server.url}/dashboard/", timeout=20).text
+    assert "checking" in first and not upstream.proxy_closed
+    panel = page_until(server.url, lambda panel: "does not answer" in panel)
+    assert "time limit" in panel and len(sent) < 60
