@@ -86,7 +86,7 @@ def _assign_request_id() -> None:
 def _request_id_header(response: Response) -> Response:
     response.headers["X-Request-Id"] = g.get("request_id") or new_request_id()
     # A chat completion's line comes with its record; one refused before routing has none (refusals.py).
-    if request.endpoint != "api.chat_completions" or g.get("refused"):
+    if request.endpoint not in api.FRONTS or g.get("refused"):  # a front end's request logs with its record
         log_other(response.headers["X-Request-Id"], request.method, request.path, response.status_code)
     return response
 
