@@ -67,9 +67,6 @@ class Exchange:
         if not self.record.tools:
             self.record.tools = [{"name": name, "parameters": schema} for name, schema in tools.items()]
 
-    def note(self, issue: str) -> None:
-        self.notes.append(issue)
-
     def answered(self, texts: list[str], answer: dict[str, Any] | None) -> None:
         """The model's text (per choice, as the upstream wrote it) and the answer the client gets."""
         self.record.raw_text = "\n\n".join(texts)
