@@ -111,6 +111,7 @@ class HttpEventStream:
         shortcut often decoding too."""
         if read is None:
             return all(self._take(event.data, None, shortcut, batch) for event in self._decoder.finish())
+        read = self._decoder.skip_bom(read)
         if self._decoder.is_idle() and len(read) <= self._max_bytes:
             if shortcut is not None and (forwarded := shortcut.forward(read)) is not None:
                 batch.append(forwarded)

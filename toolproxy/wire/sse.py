@@ -50,7 +50,7 @@ class EventDecoder:
 
     def feed(self, chunk: bytes) -> list[Event]:
         if not self._started:
-            chunk = self._without_bom(chunk)
+            chunk = self.skip_bom(chunk)
             if not chunk:
                 return []
         if self._skip_newline and chunk[:1] == b"\n":
@@ -71,8 +71,12 @@ class EventDecoder:
             raise EventTooLarge(f"an upstream event exceeded {self._max} bytes")
         return events
 
-    def _without_bom(self, chunk: bytes) -> bytes:
-        """One leading U+FEFF is no part of the stream (the SSE standard); its bytes may come in pieces."""
+    def skip_bom(self, chunk: bytes) -> bytes:
+        """The stream's first bytes without its one leading U+FEFF, which is no part of the stream (the SSE
+        standard); its bytes may come in pieces (held until it is known: b"" meanwhile). A reader that takes
+        whole events without `feed` calls this on its first read."""
+        if self._started:
+            return chunk
         head = bytes(self._buffer) + chunk
         if len(head) < len(BOM) and BOM.startswith(head):
             self._buffer[:] = head
