@@ -2,8 +2,7 @@
 clear message for each mistake. Nothing reads `os.environ` after this.
 
 This module imports only the standard library and PyYAML: gunicorn's master process loads it before the
-workers monkey-patch, and must not import `ssl` or `requests` early.
-"""
+workers monkey-patch, and must not import `ssl` or `requests` early."""
 
 from __future__ import annotations
 
@@ -60,6 +59,7 @@ class ModelSettings:
     deny_arguments: tuple[str, ...] = ()
     vtc_native_bridge: bool = False
     stream_strategy: str = "buffered"  # or "incremental": live text with tools (routes/incremental.py)
+    reasoning_switch: str = "none"  # how the upstream takes a client's reasoning effort (request_transform.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +86,7 @@ class Settings:
     deny_arguments: tuple[str, ...] = ()
     vtc_native_bridge: bool = False
     stream_strategy: str = "buffered"
+    reasoning_switch: str = "none"
     vtc_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
     vtc_newlines: int = 2
     max_buffer_bytes: int = 64 * 1024
@@ -158,6 +159,7 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
     ("TOOLPROXY_DENY_ARGUMENTS", "deny_arguments", "patterns"),
     ("TOOLPROXY_VTC_NATIVE_BRIDGE", "vtc_native_bridge", "flag"),
     ("TOOLPROXY_STREAM_STRATEGY", "stream_strategy", "stream_strategy"),
+    ("TOOLPROXY_REASONING_SWITCH", "reasoning_switch", "reasoning_switch"),
     ("TOOLPROXY_VTC_CLIENT_PATTERNS", "vtc_client_patterns", "patterns_or_none"),
     ("TOOLPROXY_VTC_NEWLINES", "vtc_newlines", "newlines"),
     ("TOOLPROXY_MAX_BUFFER_BYTES", "max_buffer_bytes", "count"),
@@ -188,12 +190,11 @@ _FIELDS: tuple[tuple[str, str, str], ...] = (
 _RULE_KINDS = {"upstream": "url", "upstream_api_key": "text", "upstream_model": "text", "tool_mode": "tool_mode",
                "dialect": "dialects", "dialects": "dialects", "unknown_tools": "unknown_tools",
                "invalid_arguments": "invalid_arguments", "reasoning": "reasoning", "repair_rounds": "rounds",
-               "drop_params": "names", "id_style": "id_style", "tool_result_limit": "count",
-               "allow_tools": "names", "deny_tools": "names", "deny_arguments": "patterns",
-               "vtc_native_bridge": "flag", "stream_strategy": "stream_strategy"}
+               "drop_params": "names", "id_style": "id_style", "tool_result_limit": "count", "allow_tools": "names",
+               "deny_tools": "names", "deny_arguments": "patterns", "vtc_native_bridge": "flag",
+               "stream_strategy": "stream_strategy", "reasoning_switch": "reasoning_switch"}
 _RULE_KEYS = ("match", *_RULE_KINDS)
-# Variables that are not settings of their own.
-_OTHER_VARIABLES = ("TOOLPROXY_CONFIG",)
+_OTHER_VARIABLES = ("TOOLPROXY_CONFIG",)  # variables that are not settings of their own
 _PREFIX = "TOOLPROXY_"
 
 

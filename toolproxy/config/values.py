@@ -169,6 +169,7 @@ PARSERS = {
     "names": _parse_names,
     "id_style": _choice("openai", "mistral"),
     "stream_strategy": _choice("buffered", "incremental"),
+    "reasoning_switch": _choice("none", "reasoning_effort", "enable_thinking", "thinking"),
     "patterns": _parse_patterns,
     "patterns_or_none": _parse_patterns_or_none,
 }

@@ -47,6 +47,10 @@ class Front(ABC):
     def decode(self, data: bytes, settings: Settings) -> ChatRequest:
         """The core's chat request; a ProxyError naming what is wrong when it is not a valid request."""
 
+    def notes(self) -> list[str]:
+        """What decoding left out or changed, for the transform log's issues (nothing by default)."""
+        return []
+
     def route(self, headers: Headers, chat: ChatRequest, settings: Settings) -> RouteChoice:
         """Native tool calls, or calls written as XML for a client that reads them so (chat only)."""
         return NATIVE

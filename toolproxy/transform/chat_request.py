@@ -43,17 +43,23 @@ class ChatRequest:
 def parse_chat_request(data: bytes, max_depth: int, max_containers: int = 100_000,
                        pause: Pause = None) -> ChatRequest:
     """A chat request as a client sent it: JSON within the limits, then checked (`chat_request`)."""
+    return chat_request(load_object(data, max_depth, max_containers, keep_wire=True, pause=pause), pause)
+
+
+def load_object(data: bytes, max_depth: int, max_containers: int, *, keep_wire: bool = False,
+                pause: Pause = None) -> dict[str, Any]:
+    """A request body that must be one JSON object within the limits (any protocol's)."""
     if not data.strip():
         raise InvalidRequest("the request body is empty; send a JSON object", code="invalid_json")
     try:
-        body = jsonwire.loads(data, max_depth, max_containers, keep_wire=True, pause=pause)
+        body = jsonwire.loads(data, max_depth, max_containers, keep_wire=keep_wire, pause=pause)
     except jsonwire.JsonWireError as error:
         raise InvalidRequest(f"could not parse the request: {error}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise InvalidRequest("the request body must be a JSON object", code="invalid_json")
     if pause is not None and len(data) > jsonwire.PAUSE_BYTES:
         pause()
-    return chat_request(body, pause)
+    return body
 
 
 def chat_request(body: dict[str, Any], pause: Pause = None) -> ChatRequest:
@@ -205,7 +211,7 @@ def _tool_index(tools: Any, pause: Pause = None) -> dict[str, dict[str, Any]]:
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise InvalidRequest(f"{where}.function.name must be 1 to 64 letters, digits, _ or -; got {name!r}",
                                  param=f"{where}.function.name", code="invalid_value")
-        index[name], count = _parameters(function.get("parameters", {}), f"{where}.function.parameters", name)
+        index[name], count = check_parameters(function.get("parameters", {}), f"{where}.function.parameters", name)
         subschemas += count
         if pause is not None and count >= PAUSE_SUBSCHEMAS:
             pause()
@@ -216,7 +222,7 @@ def _tool_index(tools: Any, pause: Pause = None) -> dict[str, dict[str, Any]]:
     return index
 
 
-def _parameters(parameters: Any, where: str, name: str) -> tuple[dict[str, Any], int]:
+def check_parameters(parameters: Any, where: str, name: str) -> tuple[dict[str, Any], int]:
     """An object schema that is valid JSON Schema, and its number of subschemas; never forwarded otherwise (bad
     schemas crash vLLM workers)."""
     if not isinstance(parameters, dict) or parameters.get("type", "object") != "object":

@@ -17,6 +17,7 @@ from toolproxy.wire.jsonwire import Encoded
 PROMPT_DIALECT = "hermes"  # Qwen's own format: the one most open models were tuned on
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "functions", "function_call")
 _BASE62 = string.digits + string.ascii_letters
+THINKING_OFF = ("none", "minimal")  # efforts that switch a model's thinking off where it is on or off
 
 
 def demand_of(tool_choice: Any) -> Demand | None:
@@ -30,6 +31,18 @@ def demand_of(tool_choice: Any) -> Demand | None:
         if isinstance(function, Mapping) and isinstance(function.get("name"), str):
             return Demand(required=True, name=function["name"])
     return Demand()
+
+
+def with_reasoning_effort(body: dict[str, Any], effort: str | None, switch: str) -> dict[str, Any]:
+    """The client's reasoning effort as the model's setting says the upstream takes it (`reasoning_switch`):
+    chat's `reasoning_effort` as given, or a chat-template switch that is off for "none" and "minimal"."""
+    if effort is None or switch == "none":
+        return body
+    if switch == "reasoning_effort":
+        return {**body, "reasoning_effort": effort}
+    kwargs = body.get("chat_template_kwargs")
+    return {**body, "chat_template_kwargs": {**(kwargs if isinstance(kwargs, Mapping) else {}),
+                                             switch: effort not in THINKING_OFF}}
 
 
 def upstream_body(body: Mapping[str, Any], target: ModelSettings, *, stream: bool) -> dict[str, Any]:

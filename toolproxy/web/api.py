@@ -11,6 +11,7 @@ from flask import Blueprint, Response, current_app, g, request
 from toolproxy.errors import AuthenticationFailed, InvalidRequest, ProxyError
 from toolproxy.fronts.base import SSE_HEADERS, Front, json_response
 from toolproxy.fronts.openai_chat import OpenAIChat
+from toolproxy.fronts.openai_responses import OpenAIResponses
 from toolproxy.observe.record import TransformRecord, new_record
 from toolproxy.routes import models, vtc_chat
 from toolproxy.routes.chat import answer
@@ -25,7 +26,7 @@ from toolproxy.web.body import read_body
 bp = Blueprint("api", __name__)
 browsers.install(bp)
 # The front end of each API path (fronts/): its protocol's key, requests, answers and errors.
-FRONTS: dict[str, Callable[[], Front]] = {"api.chat_completions": OpenAIChat}
+FRONTS: dict[str, Callable[[], Front]] = {"api.chat_completions": OpenAIChat, "api.responses": OpenAIResponses}
 
 
 def current_proxy() -> Proxy:
@@ -78,6 +79,11 @@ def chat_completions() -> Response:
     return serve(g.front)
 
 
+@bp.post("/v1/responses")
+def responses() -> Response:
+    return serve(g.front)
+
+
 def serve(front: Front) -> Response:
     """One request through the core, in the front end's protocol."""
     proxy = current_proxy()
@@ -105,6 +111,7 @@ def serve(front: Front) -> Response:
 
     exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, record, vtc=route.vtc,
                         sink=finished, client=request.environ.get("gunicorn.socket"), forward=front.forward)
+    exchange.notes.extend(front.notes())
     proxy.metrics.request_started()
     respond = vtc_chat.answer if route.vtc else answer
     try:

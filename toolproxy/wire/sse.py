@@ -22,6 +22,11 @@ def encode_event(payload: dict[str, Any]) -> bytes:
     return b"data: " + jsonwire.dumps(payload) + b"\n\n"
 
 
+def encode_named(name: str, payload: dict[str, Any]) -> bytes:
+    """An event with its type on an `event:` line too (the Responses and Messages protocols name each event)."""
+    return b"event: " + name.encode("utf-8") + b"\ndata: " + jsonwire.dumps(payload) + b"\n\n"
+
+
 def encode_comment(text: str) -> bytes:
     """A comment line: clients ignore it, but it keeps idle timeouts at bay and reveals a vanished client."""
     return b": " + text.encode("utf-8") + b"\n\n"
