@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import shlex
+import tomllib
 
-from tests.readme import PLACEHOLDER_URL, code_block
+from tests.readme import PLACEHOLDER_URL, code_block, recipe
 
 
 def argv_of(title: str, program: str) -> list[str]:
@@ -38,3 +39,17 @@ def test_openclaw_recipe():
     ids = {model["id"] for model in provider["models"]}
     assert config["agents"]["defaults"]["model"]["primary"] in {f"{name}/{model}" for model in ids}
     assert argv_of("OpenClaw", "openclaw")[1:3] == ["agent", "exec"]
+
+
+def test_codex_recipe():
+    config = tomllib.loads(code_block("Codex CLI", "toml"))
+    provider = config["model_providers"][config["model_provider"]]
+    assert provider["base_url"] == PLACEHOLDER_URL and provider["wire_api"] == "responses"
+    assert config["analytics"] == {"enabled": False} and config["features"] == {"plugins": False}
+    catalog = json.loads(code_block("Codex CLI", "json"))
+    (model,) = catalog["models"]
+    assert model["slug"] == config["model"] and model["apply_patch_tool_type"] == "freeform"
+    assert config["model_catalog_json"] in recipe("Codex CLI")  # the recipe says where the catalog goes
+    argv = argv_of("Codex CLI", "codex")
+    assert argv[1] == "exec" and "--skip-git-repo-check" in argv
+    assert f"export {provider['env_key']}=" in code_block("Codex CLI", "sh")

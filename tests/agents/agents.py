@@ -81,4 +81,15 @@ def run_openclaw(run: Run) -> subprocess.CompletedProcess[str]:
     return run.run([*argv[:-1], "--json", "--timeout", str(run.timeout), run.prompt], env)
 
 
+def run_codex(run: Run) -> subprocess.CompletedProcess[str]:
+    """Codex with the recipe's config.toml and model catalog in its home, stdin closed, JSON events out."""
+    title, codex_home = "Codex CLI", run.home / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(run.recipe(title, "toml"))
+    (codex_home / "toolproxy-models.json").write_text(run.recipe(title, "json"))
+    argv = commands(run, title)["codex"]
+    env = run.env(CODEX_HOME=str(codex_home), PROXY_API_KEY="sk-anything")
+    return run.run([*argv[:-1], "--json", run.prompt], env)
+
+
 RUNNERS = {"opencode": run_opencode, "kilo": run_kilo, "cline": run_cline, "openclaw": run_openclaw}
