@@ -13,6 +13,7 @@ import requests
 from tests.conftest import with_settings
 from tests.fake_upstream import as_chunks, completion
 from tests.responses_cases import FORMS, PATCH, TOOLS, answering, client_for, plain
+from tests.test_dashboard import wait_for_records
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -118,3 +119,14 @@ def test_a_length_finish_is_an_incomplete_response(upstream, proxy):
     events = list(stream)
     assert events[-1].type == "response.incomplete"
     assert plain(events[-1].response) == plain(whole)
+
+
+def test_the_record_and_the_metrics_count_a_responses_request_as_any_other(upstream, proxy):
+    content, message, _ = FORMS["hermes"]
+    upstream.completion(content, **message)
+    client_for(proxy).responses.create(model="qwen3", input="Weather in Paris, then fix app.py", tools=TOOLS)
+    (row,) = wait_for_records(proxy.url, 1)
+    assert (row["protocol"], row["route"], row["status"]) == ("responses", "tools", 200)
+    metrics = requests.get(f"{proxy.url}/metrics", timeout=5).text
+    assert 'toolproxy_tool_calls_total{dialect="hermes",outcome="extracted"} 2.0' in metrics
+    assert 'toolproxy_requests_total{route="tools",status="200"} 1.0' in metrics
