@@ -1,7 +1,9 @@
 """A scripted chat model for Codex's turns through the proxy: asked a task that carries its marker, it writes one
 call as text (a shell command through Codex's `exec_command`, or a patch through its freeform `apply_patch`, which
 reaches the model as a function with one string parameter, `input`), and once that call's result has come back
-after the task it ends the turn with text. Any other request (none is expected) gets "OK."."""
+after the task it ends the turn with text. Each answer carries reasoning too, as a thinking model's would (Codex
+gets it as a reasoning item and sends it back, which the proxy keeps from the upstream). Any other request (none
+is expected) gets "OK."."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from tests.agents.scripted_model import INTRO, render, text_of
 from tests.fake_upstream import Received, Wire, as_chunks, completion
 
 FORMS = ("hermes", "qwen3_coder")
+THOUGHT = "The task needs a tool first, then a short answer."
 # The shell tools of Codex releases, and how each takes a command line.
 SHELLS = {"exec_command": lambda line: {"cmd": line}, "shell_command": lambda line: {"command": line},
           "shell": lambda line: {"command": ["bash", "-lc", line]}}
@@ -40,9 +43,12 @@ class CodexModel:
         with self._lock:
             self.requests.append(body)
             self.answers.append(text)
-        payload = completion(text)
+        payload = completion(text, reasoning_content=THOUGHT)
         if body.get("stream"):
-            wire.send_events(as_chunks(payload))
+            chunks = as_chunks(payload)
+            thinking = {**chunks[0], "choices": [{"index": 0, "delta": {"reasoning_content": THOUGHT},
+                                                  "finish_reason": None}]}
+            wire.send_events([thinking, *chunks])
         else:
             wire.send_json(payload)
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.agents.agents import Run, run_codex
-from tests.agents.codex_model import FORMS, CodexModel
+from tests.agents.codex_model import FORMS, THOUGHT, CodexModel
 from tests.agents.test_agents import ROUTE, TIMEOUT
 from tests.fake_upstream import FakeUpstream
 
@@ -27,10 +27,10 @@ def scripted_upstream():
     server.stop()
 
 
-def codex_turn(model: CodexModel, prompt: str, work: Path, home: Path, upstream: FakeUpstream,
-               start_gunicorn: Any) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]], str]:
+def codex_turn(model: CodexModel, prompt: str, work: Path, home: Path, upstream: FakeUpstream, start_gunicorn: Any,
+               strategy: str = "buffered") -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]], str]:
     upstream.script = model
-    proxy = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url}).wait_ready()
+    proxy = start_gunicorn({"TOOLPROXY_UPSTREAM": upstream.url, "TOOLPROXY_STREAM_STRATEGY": strategy}).wait_ready()
     result = run_codex(Run(work, home, f"{proxy.url}/v1", prompt, TIMEOUT))
     events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     return result, events, proxy.output()
@@ -41,8 +41,8 @@ def completed(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
             and event.get("item", {}).get("type") == kind]
 
 
-@pytest.mark.parametrize("form", FORMS)
-def test_codex_runs_a_shell_command_and_reports_its_output(form, tmp_path: Path, scripted_upstream,
+@pytest.mark.parametrize(("form", "strategy"), [*((form, "buffered") for form in FORMS), ("hermes", "incremental")])
+def test_codex_runs_a_shell_command_and_reports_its_output(form, strategy, tmp_path: Path, scripted_upstream,
                                                             start_gunicorn, agent_report):
     work, home, secret = tmp_path / "work", tmp_path / "home", f"MANGO-{uuid.uuid4().hex[:12]}"
     work.mkdir()
@@ -51,13 +51,14 @@ def test_codex_runs_a_shell_command_and_reports_its_output(form, tmp_path: Path,
     model = CodexModel(form, "shell", marker="Task 5120", result=secret, final=f"Done. The command printed: {secret}",
                        command="cat notes.txt")
     prompt = "Task 5120: run `cat notes.txt` in the shell and tell me what it printed."
-    result, events, log = codex_turn(model, prompt, work, home, scripted_upstream, start_gunicorn)
+    result, events, log = codex_turn(model, prompt, work, home, scripted_upstream, start_gunicorn, strategy)
     commands = completed(events, "command_execution")
-    agent_report.append(summary("shell", form, result, model, log, commands))
+    agent_report.append(summary(f"shell ({strategy})", form, result, model, log, commands))
     printed = diagnosis(model, result)
     assert any(secret in command["aggregated_output"] and command["exit_code"] == 0 for command in commands), printed
     assert model.final in [item["text"] for item in completed(events, "agent_message")], printed
     assert result.returncode == 0 and model.calls_made() == 1, printed
+    assert completed(events, "reasoning") and not any(THOUGHT in json.dumps(body) for body in model.requests), printed
 
 
 @pytest.mark.parametrize("form", FORMS)
