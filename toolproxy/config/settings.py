@@ -109,8 +109,7 @@ class Settings:
     max_json_containers: int = 100_000
     body_timeout: float = 60.0
     models_timeout: float = 5.0
-    # Per worker. High enough for a vLLM/SGLang server's hundreds of concurrent sequences (500 slow streams on
-    # two workers must all complete); a llama.cpp server with few slots wants its slot count here.
+    # Per worker: above a vLLM/SGLang server's hundreds of sequences; a llama.cpp server wants its slot count here.
     max_in_flight: int = 512
     queue_size: int = 128
     queue_timeout: float = 10.0
