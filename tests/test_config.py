@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from pathlib import Path
+
 import pytest
 
+from toolproxy.config.catalog import DECLARED, ModelSettings
 from toolproxy.config.exposure import exposure_problem
-from toolproxy.config.report import masked, warnings_for
+from toolproxy.config.report import TABLE_END, TABLE_START, masked, settings_table, warnings_for
 from toolproxy.config.settings import ConfigError, Settings, load_settings
 
 
@@ -144,3 +148,55 @@ def test_an_upstream_without_a_path_is_reported_with_the_url_called():
     assert warnings_for(load_settings({"TOOLPROXY_UPSTREAM": "http://127.0.0.1:8000/v1"})) == []
     (warning,) = warnings_for(load_settings({"TOOLPROXY_UPSTREAM": "http://127.0.0.1:8000/"}))
     assert "http://127.0.0.1:8000/chat/completions" in warning and "http://127.0.0.1:8000/v1?" in warning
+
+
+def test_model_settings_is_the_typed_view_of_the_per_model_declarations():
+    """ModelSettings repeats the per-model fields of Settings for mypy: same names, order and types."""
+    declared = {item.name: item for item in fields(Settings)}
+    per_model = [item.name for item in fields(Settings) if item.metadata["per_model"]]
+    view = [item for item in fields(ModelSettings) if not item.metadata]
+    assert [item.name for item in view] == per_model
+    assert all(item.type == declared[item.name].type and item.repr == declared[item.name].repr for item in view)
+    only_in_rules = [item.name for item in DECLARED if not item.is_global]
+    assert only_in_rules == ["upstream_model"]
+
+
+def test_every_declared_setting_is_read_from_its_variable_and_yaml_key(tmp_path):
+    """Derived from the declarations, each setting reaches Settings (or a rule) by each way it may be written."""
+    samples = {"url": "http://10.1.2.3:9/v1", "text": "x", "keys": "k1", "flag": "1", "bind": "0.0.0.0:1",
+               "count": "7", "seconds": "2.5", "tool_mode": "prompt", "dialects": "json", "names": "a",
+               "patterns": "a+", "patterns_or_none": "none", "newlines": "3", "rounds": "2"}
+    for item in DECLARED:
+        value = samples.get(item.kind) or _another_choice(item)
+        if item.variable:
+            loaded = load_settings({item.variable: value})
+            assert getattr(loaded, item.name) != item.default, item.name
+        if item.per_model:
+            path = tmp_path / "c.yaml"
+            path.write_text(f"models:\n  - match: m\n    {item.name}: {value!r}\n")
+            chosen = getattr(load_settings({"TOOLPROXY_CONFIG": str(path)}).for_model("m"), item.name)
+            assert chosen != item.default, item.name
+
+
+def _another_choice(item):
+    from toolproxy.config.values import PARSERS
+
+    for candidate in ("json", "keep", "text", "incremental", "mistral", "DEBUG", "native", "prompt", "pass"):
+        try:
+            if PARSERS[item.kind](candidate) != item.default:
+                return candidate
+        except (ValueError, KeyError):
+            continue
+    return None
+
+
+def test_the_readme_table_is_the_declared_one():
+    """The settings table in the docs is written from the declarations; rewrite it with settings_table()."""
+    root = Path(__file__).resolve().parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    texts = [page.read_text(encoding="utf-8") for page in pages]
+    (text,) = [text for text in texts if TABLE_START in text]
+    written = text[text.index(TABLE_START) + len(TABLE_START):text.index(TABLE_END)].strip()
+    assert written == settings_table(), ("paste the output of `.venv/bin/python -c 'from toolproxy.config.report "
+                                         "import settings_table; print(settings_table())'` between the markers")
+    assert all(f"`{item.variable}`" in settings_table() for item in DECLARED if item.variable)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.readme import README, code_block, page, recipe
 from toolproxy.config import settings as config
+from toolproxy.config.catalog import DECLARED
 from toolproxy.config.settings import load_settings
 from toolproxy.dialects.registry import DIALECTS
 from toolproxy.meaning.extraction import extract
@@ -94,5 +95,5 @@ def test_readme_lists_every_server_with_its_recipe():
 
 def test_the_configuration_page_lists_every_variable():
     table = page("docs/configuration.md")
-    variables = [variable for variable, _, _ in config._FIELDS] + list(config._OTHER_VARIABLES)
+    variables = [item.variable for item in DECLARED if item.variable] + list(config._OTHER_VARIABLES)
     assert [variable for variable in variables if f"`{variable}`" not in table] == []

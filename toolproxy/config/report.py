@@ -7,9 +7,12 @@ from dataclasses import fields
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from toolproxy.config.settings import Settings
+from toolproxy.config.catalog import DECLARED, Declared, MiB, Settings
 
-SECRET_FIELDS = frozenset({"api_keys", "upstream_api_key"})
+SECRET_FIELDS = frozenset(item.name for item in DECLARED if item.is_secret)
+# Where docs/configuration.md (or another page, or the README) keeps the table `settings_table` writes.
+TABLE_START = "<!-- settings table: written by toolproxy.config.report.settings_table -->"
+TABLE_END = "<!-- end of settings table -->"
 
 
 def masked(settings: Settings) -> dict[str, Any]:
@@ -55,3 +58,33 @@ def _no_path(label: str, url: str) -> str:
     shown = without_password(url)
     return (f"{label} {shown} has no path: chat requests will go to {shown}/chat/completions. OpenAI-compatible "
             f"servers (vLLM, llama.cpp, Ollama, SGLang) answer under /v1: did you mean {shown}/v1?")
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting, as declared: variable, YAML key, per model or not, default, help."""
+    rows = ["| variable | YAML key | per model | default | meaning |", "| --- | --- | --- | --- | --- |"]
+    for item in DECLARED:
+        variable = f"`{item.variable}`" if item.variable else "(YAML only)"
+        where = "yes" if item.per_model else ""
+        key = f"`{item.name}`" if item.is_global else f"`{item.name}` (in `models:` only)"
+        rows.append(f"| {variable} | {key} | {where} | {_default_shown(item)} | {item.help} |")
+    return "\n".join(rows)
+
+
+def _default_shown(item: Declared) -> str:
+    if item.shown is not None:
+        return item.shown
+    value = item.default
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return f"`{','.join(map(str, value))}`"
+    if isinstance(value, str):
+        return f"`{value}`"
+    if item.kind == "seconds":
+        return f"{value:g} s"
+    if item.name.endswith("_bytes"):
+        return f"{value // MiB} MiB" if value % MiB == 0 else f"{value // 1024} KiB"
+    return f"{value:,}"
