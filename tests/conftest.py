@@ -49,7 +49,10 @@ def upstream(_upstream_server: FakeUpstream) -> FakeUpstream:
 
 @pytest.fixture
 def settings(upstream: FakeUpstream, tmp_path: Path) -> Settings:
-    return Settings(upstream=upstream.url, read_timeout=10, request_timeout=20, data_dir=str(tmp_path / "data"))
+    # backend "generic": the scripted upstream is shared, and a start-up probe of its kind would land among the
+    # requests a test counts (tests/test_backends.py probes it on purpose).
+    return Settings(upstream=upstream.url, read_timeout=10, request_timeout=20, data_dir=str(tmp_path / "data"),
+                    backend="generic")
 
 
 class ProxyServer:
@@ -104,7 +107,8 @@ class Gunicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         self._data = tempfile.TemporaryDirectory()
         full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLPROXY_")},
-                    "TOOLPROXY_BIND": f"127.0.0.1:{self.port}", "TOOLPROXY_DATA_DIR": self._data.name, **env}
+                    "TOOLPROXY_BIND": f"127.0.0.1:{self.port}", "TOOLPROXY_DATA_DIR": self._data.name,
+                    "TOOLPROXY_BACKEND": "generic", **env}  # no probe among the requests tests count
         # A file, not a pipe: a busy server's access log would fill a pipe nobody reads and block it.
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close(), outlives this method)
         self.process = subprocess.Popen(

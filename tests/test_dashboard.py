@@ -91,7 +91,8 @@ def test_metrics_count_requests_and_calls(upstream, proxy):
     samples = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
                for family in text_string_to_metric_families(text) for sample in family.samples}
     assert samples[("toolproxy_requests_total", (("route", "tools"), ("status", "200")))] == 2
-    assert samples[("toolproxy_tool_calls_total", (("dialect", "hermes"), ("outcome", "extracted")))] == 2
+    assert samples[("toolproxy_tool_calls_total", (("dialect", "hermes"), ("model", "other"),
+                                                   ("outcome", "valid")))] == 2
 
 
 def test_secrets_stay_out_of_the_log(upstream, serve, settings):

@@ -285,7 +285,9 @@ def test_incremental_record_shows_strategy_and_first_byte(upstream, both):
 
 @pytest.mark.parametrize(("changes", "extra", "reason"), [
     ({"repair_rounds": 1}, {}, "a repair round needs the whole answer"),
-    ({"tool_mode": "prompt"}, {"tool_choice": "required"}, "tool_choice is emulated in prompt mode"),
+    ({"tool_mode": "prompt"}, {"tool_choice": "required"}, "tool_choice is kept by a corrective round"),
+    ({}, {"tool_choice": {"type": "function", "function": {"name": "read"}}}, "tool_choice is kept by a corrective"),
+    ({"backend": "llama-cpp-python"}, {}, "llama-cpp-python cannot stream an answer with tools"),
     ({"reasoning": "keep"}, {}, "reasoning keep puts the reasoning markup"),
     ({}, {"tool_choice": "none"}, "tool_choice none"),
 ])

@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from toolproxy.observe.metrics import MULTIPROC_ENV, Metrics, call_outcomes, mark_process_dead, upstream_error_kind
 from toolproxy.observe.record import TransformRecord
+from toolproxy.transform.response import EMPTY_ANSWER
 from toolproxy.version import __version__
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -44,32 +45,41 @@ def _single_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_observed_records_are_counted() -> None:
-    metrics = Metrics()
-    metrics.observe(make_record(calls=[call("read", "native"), call("write", "hermes")], overhead_ms=2.0,
+    metrics = Metrics(models=("qwen*",))
+    metrics.observe(make_record(model="qwen3", calls=[call("read", "native"), call("write", "hermes")],
+                                attempts=[["native", "valid", False], ["hermes", "valid", False]], overhead_ms=2.0,
                                 upstream_ms=800.0))
-    metrics.observe(make_record(calls=[call("read", "hermes", valid=False)], overhead_ms=3.0, upstream_ms=900.0))
-    metrics.observe(make_record(calls=[call("read", "mistral")], repairs=1))
-    metrics.observe(make_record(calls=[call("edit", "hermes")], issues=["hermes: arguments of 'edit' repaired (x)"]))
+    metrics.observe(make_record(model="qwen3", calls=[call("read", "hermes", valid=False)], overhead_ms=3.0,
+                                attempts=[["hermes", "schema_mismatch", False], ["hermes", "unknown_name", False],
+                                          ["unknown", "invalid_json", False]], upstream_ms=900.0))
+    metrics.observe(make_record(model="llama", calls=[call("read", "mistral")], repairs=1,
+                                attempts=[["mistral", "valid", False]]))
+    metrics.observe(make_record(model="llama", calls=[call("edit", "hermes")], attempts=[["hermes", "valid", True]],
+                                issues=["hermes: arguments of 'edit' repaired (x)"]))
     metrics.observe(make_record(actions=["access policy: toolproxy refused the call to `rm`: denied."],
-                                denied=["pythonic"]))
+                                model="qwen2", denied=["pythonic"], attempts=[["pythonic", "valid", False]]))
+    metrics.observe(make_record(model="qwen3", issues=[EMPTY_ANSWER]))
     metrics.observe(make_record("loop_guard"))
     metrics.observe(make_record("plain", 504, error_code="upstream_timeout", upstream_ms=30000.0))
     metrics.observe(make_record("plain", 502))
     metrics.observe(make_record("stream", "client_disconnected"))
     samples = parse(metrics)
-    assert value(samples, "toolproxy_requests_total", route="tools", status="200") == 5
+    assert value(samples, "toolproxy_requests_total", route="tools", status="200") == 6
     assert value(samples, "toolproxy_requests_total", route="plain", status="504") == 1
     assert value(samples, "toolproxy_requests_total", route="stream", status="client_disconnected") == 1
-    outcomes = {("native", "native"): 1, ("hermes", "extracted"): 1, ("hermes", "invalid"): 1,
-                ("mistral", "repaired"): 1, ("hermes", "coerced"): 1, ("pythonic", "denied"): 1}
-    for (dialect, outcome), count in outcomes.items():
-        assert value(samples, "toolproxy_tool_calls_total", dialect=dialect, outcome=outcome) == count
-    assert sum(v for (name, _), v in samples.items() if name == "toolproxy_tool_calls_total") == 6
+    outcomes = {("qwen*", "native", "valid"): 1, ("qwen*", "hermes", "valid"): 1,
+                ("qwen*", "hermes", "schema_mismatch"): 1, ("qwen*", "hermes", "unknown_name"): 1,
+                ("qwen*", "unknown", "invalid_json"): 1, ("other", "mistral", "valid_repaired"): 1,
+                ("other", "hermes", "valid_repaired"): 1, ("qwen*", "pythonic", "denied"): 1}
+    for (model, dialect, outcome), count in outcomes.items():
+        assert value(samples, "toolproxy_tool_calls_total", model=model, dialect=dialect, outcome=outcome) == count
+    assert sum(v for (name, _), v in samples.items() if name == "toolproxy_tool_calls_total") == 8
+    assert value(samples, "toolproxy_empty_answers_total", model="qwen*") == 1
     assert value(samples, "toolproxy_loop_guard_stops_total") == 1
     assert value(samples, "toolproxy_build_info", version=__version__) == 1
     assert value(samples, "toolproxy_upstream_errors_total", kind="upstream_timeout") == 1
     assert value(samples, "toolproxy_upstream_errors_total", kind="http_502") == 1
-    assert value(samples, "toolproxy_overhead_seconds_count") == 9
+    assert value(samples, "toolproxy_overhead_seconds_count") == 10
     assert value(samples, "toolproxy_upstream_seconds_count") == 3
     assert value(samples, "toolproxy_upstream_seconds_bucket", le="1.0") == 2
 
@@ -91,7 +101,7 @@ def test_instances_do_not_share_counts() -> None:
 
 
 def test_observe_never_raises(caplog: pytest.LogCaptureFixture) -> None:
-    broken = make_record(repairs=None, calls=[call("a", "hermes")])  # type: ignore[arg-type]
+    broken = make_record(repairs=None, attempts=[["hermes", "valid", False]])  # type: ignore[arg-type]
     with caplog.at_level(logging.ERROR, logger="toolproxy.observe.metrics"):
         Metrics().observe(broken)
     assert "not counted" in caplog.text
@@ -107,7 +117,8 @@ def test_an_upstream_cannot_mint_label_values() -> None:
 
 def test_denied_calls_keep_the_dialect_they_were_written_in() -> None:
     record = make_record(actions=["Stopped by toolproxy's loop guard: ...", "access policy: refused `a`",
-                                  "access policy: refused `b`"], denied=["hermes", "glm"])
+                                  "access policy: refused `b`"], denied=["hermes", "glm"],
+                         attempts=[["hermes", "valid", False], ["glm", "valid", False]])
     assert call_outcomes(record) == [("hermes", "denied"), ("glm", "denied")]
 
 
@@ -120,7 +131,8 @@ def _worker(requests: int, hold: Any, done: Any) -> None:
     metrics = Metrics()
     assert metrics.multiprocess
     for _ in range(requests):
-        metrics.observe(make_record(calls=[call("read", "hermes")], overhead_ms=1.0))
+        metrics.observe(make_record(calls=[call("read", "hermes")], attempts=[["hermes", "valid", False]],
+                                    overhead_ms=1.0))
     with metrics.in_flight():
         done.set()
         hold.wait(60)
@@ -155,7 +167,7 @@ def test_multiprocess_mode_sums_every_worker(tmp_path: Path, monkeypatch: pytest
     assert all(done.wait(60) for done in started)
     samples = _scrape(context, tmp_path / "live.txt")
     assert value(samples, "toolproxy_requests_total", route="tools", status="200") == 5
-    assert value(samples, "toolproxy_tool_calls_total", dialect="hermes", outcome="extracted") == 5
+    assert value(samples, "toolproxy_tool_calls_total", model="other", dialect="hermes", outcome="valid") == 5
     assert value(samples, "toolproxy_overhead_seconds_count") == 5
     assert value(samples, "toolproxy_in_flight_requests") == 2
     hold.set()

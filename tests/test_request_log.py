@@ -90,7 +90,8 @@ def test_health_and_metrics_name_the_version(upstream, serve, settings):
                for family in text_string_to_metric_families(requests.get(f"{proxy.url}/metrics", timeout=5).text)
                for sample in family.samples}
     assert samples[("toolproxy_build_info", frozenset({("version", __version__)}))] == 1
-    assert samples[("toolproxy_tool_calls_total", frozenset({("dialect", "hermes"), ("outcome", "denied")}))] == 1
+    assert samples[("toolproxy_tool_calls_total", frozenset({("model", "other"), ("dialect", "hermes"),
+                                                        ("outcome", "denied")}))] == 1
     assert ("toolproxy_loop_guard_stops_total", frozenset()) in samples
 
 

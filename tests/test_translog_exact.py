@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, truncate, usable_secrets
 from toolproxy.observe.row import TOOLS_KEPT
 from toolproxy.observe.translog import TransformLog
+from toolproxy.transform.response import EMPTY_ANSWER
 from toolproxy.wire import jsonwire
 
 SECRETS = ("sk-SENTINEL-7f3a9c", "tok/slash-42", "ünï-sëcret")
@@ -103,11 +104,12 @@ def reference_row(record: TransformRecord, secrets: tuple[str, ...], limit: int)
     data["tools"] = data["tools"] if len(text) <= limit else truncate(text, limit)
     keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
             "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms",
-            "protocol")
+            "protocol", "backend")
+    failed = any(attempt[1:2] != ["valid"] for attempt in data["attempts"]) or EMPTY_ANSWER in data["issues"]
     summary = {**{key: data[key] for key in keys},
                "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
                "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],
-               "issue_count": len(data["issues"]), "has_issues": record.has_issues()}
+               "issue_count": len(data["issues"]), "has_issues": record.has_issues(), "failed": failed}
     status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
     return (_text(data["request_id"]), float(record.started), _text(data["model"]), _text(data["client"]),
             _text(data["route"]), _text(data["protocol"]), status, int(summary["has_issues"]), int(record.worker or 0),

@@ -100,6 +100,11 @@ class Settings:
         "`reasoning.effort`, Codex's `model_reasoning_effort`): `none` leaves it out, `reasoning_effort` sends "
         "chat's `reasoning_effort` as given, `enable_thinking` / `thinking` set that `chat_template_kwargs` switch "
         "(Qwen3 and GLM read `enable_thinking`, DeepSeek V3.1 `thinking`)", per_model=True)
+    backend: str = setting("auto", "backend", "the upstream's server: `auto` (found from what it serves) or one of "
+                           "`vllm`, `sglang`, `llamacpp`, `llama-cpp-python`, `ollama`, `lmstudio`, `mlx`, `generic`",
+                           per_model=True)
+    constrain: str = setting("auto", "constrain", "`auto`: tools go with `strict: true` where the server's grammar "
+                             "takes their schema (vLLM, SGLang); `off`: never", per_model=True)
     vtc_client_patterns: tuple[str, ...] = setting(
         ("cline", "kilo", "roo"), "patterns_or_none", "virtual tool calling: clients recognised by these words in "
         "their User-Agent (`none` switches detection off)")
@@ -180,6 +185,8 @@ class ModelSettings:
     vtc_native_bridge: bool
     stream_strategy: str
     reasoning_switch: str
+    backend: str
+    constrain: str
     upstream_model: str | None = setting(None, "text", "the model name sent upstream (clients still see theirs)",
                                          per_model=True)
 

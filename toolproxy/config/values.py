@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 from toolproxy.dialects.registry import DIALECT_NAMES
 
 TOOL_MODES = ("native", "prompt")
+# The servers toolproxy tells apart (upstream/backends.py); `generic` is any other OpenAI-compatible one.
+BACKEND_KINDS = ("vllm", "sglang", "llamacpp", "llama-cpp-python", "ollama", "lmstudio", "mlx", "generic")
 
 
 def closest(name: str, known: Sequence[str]) -> str:
@@ -170,6 +172,8 @@ PARSERS = {
     "id_style": _choice("openai", "mistral"),
     "stream_strategy": _choice("buffered", "incremental"),
     "reasoning_switch": _choice("none", "reasoning_effort", "enable_thinking", "thinking"),
+    "backend": _choice("auto", *BACKEND_KINDS),
+    "constrain": _choice("auto", "off"),
     "patterns": _parse_patterns,
     "patterns_or_none": _parse_patterns_or_none,
 }

@@ -40,6 +40,8 @@ class Extraction:
     reasoning: str | None = None  # for `reasoning_content`
     kept_reasoning: str = ""  # "keep": the reasoning markup that goes back in front of the content
     denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
+    # Each call the answer attempted: (dialect, outcome, repaired), outcome one of ATTEMPT_OUTCOMES.
+    attempts: list[tuple[str, str, bool]] = field(default_factory=list)
 
     @property
     def calls(self) -> list[Call]:
@@ -118,6 +120,8 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
     found = markers_in(text, (*CALL_MARKERS, *(f"<{name}>" for name in tools)))
     if found:
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
+        if not extraction.attempts:  # markup no dialect could read: a call attempted, its JSON unreadable
+            extraction.attempts.append(("unknown", "invalid_json", False))
 
 
 def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> tuple[list[Segment], list[str]]:
@@ -195,7 +199,28 @@ def groups(segments: list[Segment]) -> list[Text | list[Call]]:
     return groups
 
 
+# How an attempted call ended, in the terms the field compares servers by (the metrics' `outcome`).
+ATTEMPT_OUTCOMES = ("valid", "invalid_json", "unknown_name", "schema_mismatch")
+
+
 def _judge(call: Call, tools: ToolIndex, policy: Policy, extraction: Extraction) -> Segment:
+    issues, failures = len(extraction.issues), len(extraction.failures)
+    judged = _verdict(call, tools, policy, extraction)
+    failure = extraction.failures[-1] if len(extraction.failures) > failures else ""
+    repaired = any(" repaired (" in issue or "encoded twice" in issue for issue in extraction.issues[issues:])
+    extraction.attempts.append((call.dialect, _attempt_outcome(failure, call, tools), repaired))
+    return judged
+
+
+def _attempt_outcome(failure: str, call: Call, tools: ToolIndex) -> str:
+    if call.name not in tools:
+        return "unknown_name"
+    if "not a JSON object" in failure:
+        return "invalid_json"
+    return "schema_mismatch" if "fail the schema" in failure else "valid"
+
+
+def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extraction) -> Segment:
     declared = call.name in tools
     if not declared and policy.unknown_tools != "pass":
         extraction.fail(f"{call.dialect}: call to undeclared tool {call.name!r} kept as text")

@@ -3,6 +3,7 @@ every worker are summed through prometheus-client's multiprocess mode (`PROMETHE
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import logging
 import os
@@ -23,6 +24,7 @@ from prometheus_client import (
     values,
 )
 
+from toolproxy.transform.response import EMPTY_ANSWER
 from toolproxy.version import __version__
 
 if TYPE_CHECKING:
@@ -46,6 +48,7 @@ LoginOutcome = Literal["success", "wrong_key", "refused", "bad_token"]
 class _Instruments:
     requests: Counter
     tool_calls: Counter
+    empty_answers: Counter
     loop_guard: Counter
     upstream_errors: Counter
     overhead: Histogram
@@ -59,7 +62,11 @@ def _instruments(registry: CollectorRegistry | None) -> _Instruments:
     return _Instruments(
         Counter("toolproxy_requests", "Chat requests by route and HTTP status", ["route", "status"],
                 registry=registry),
-        Counter("toolproxy_tool_calls", "Tool calls by dialect and outcome", ["dialect", "outcome"],
+        Counter("toolproxy_tool_calls", "Tool calls the upstream's answers attempted, by model (a configured "
+                "`models:` glob, or other), dialect and outcome (valid, invalid_json, unknown_name, schema_mismatch, "
+                "each with _repaired when mended or asked again; denied)", ["model", "dialect", "outcome"],
+                registry=registry),
+        Counter("toolproxy_empty_answers", "Answers with neither text nor a tool call, by model", ["model"],
                 registry=registry),
         Counter("toolproxy_loop_guard_stops", "Requests the loop guard stopped", registry=registry),
         Counter("toolproxy_upstream_errors", "Requests that failed upstream, by kind", ["kind"], registry=registry),
@@ -88,7 +95,8 @@ class Metrics:
     """The app's metrics. Outside multiprocess mode each instance has its own registry, so tests (and several
     apps in one process) never collide."""
 
-    def __init__(self) -> None:
+    def __init__(self, models: tuple[str, ...] = ()) -> None:
+        self._models = models  # the `models:` globs: the only model label values besides "other"
         self._directory = os.environ.get(MULTIPROC_ENV) or None
         if self._directory is not None and values.ValueClass is values.MutexValue:
             raise RuntimeError(f"{MULTIPROC_ENV} was set after prometheus_client was imported in this process; "
@@ -113,8 +121,11 @@ class Metrics:
     def _observe(self, record: TransformRecord) -> None:
         meters = self._instruments
         meters.requests.labels(route=record.route or "unknown", status=str(record.status)).inc()
+        model = model_label(record.model, self._models)
         for dialect, outcome in call_outcomes(record):
-            meters.tool_calls.labels(dialect=dialect, outcome=outcome).inc()
+            meters.tool_calls.labels(model=model, dialect=dialect, outcome=outcome).inc()
+        if EMPTY_ANSWER in record.issues:
+            meters.empty_answers.labels(model=model).inc()
         if record.route == "loop_guard":
             meters.loop_guard.inc()
         kind = upstream_error_kind(record)
@@ -160,22 +171,24 @@ class Metrics:
 
 
 def call_outcomes(record: TransformRecord) -> list[tuple[str, str]]:
-    """(dialect, outcome) for each tool call of the record, and (the dialect it was written in, "denied") for each
-    one the access policy refused. One outcome per call, the most telling first: invalid, repaired, coerced, then
-    native or extracted."""
-    found = [(str(call.get("dialect") or "unknown"), _outcome(call, record)) for call in record.calls]
-    return found + [(dialect or "unknown", "denied") for dialect in record.denied]
+    """(dialect, outcome) for each call the answer attempted, `_repaired` added where its arguments were mended or
+    the upstream was asked again; (the dialect it was written in, "denied") for each the access policy refused."""
+    denied = list(record.denied)
+    found = []
+    for dialect, outcome, repaired in record.attempts:
+        if outcome == "valid" and dialect in denied:
+            denied.remove(dialect)  # counted once, as denied
+            found.append((dialect or "unknown", "denied"))
+            continue
+        found.append((dialect or "unknown", outcome + ("_repaired" if repaired or record.repairs > 0 else "")))
+    return found + [(dialect or "unknown", "denied") for dialect in denied]
 
 
-def _outcome(call: dict[str, object], record: TransformRecord) -> str:
-    if call.get("valid") is False:
-        return "invalid"
-    if record.repairs > 0:
-        return "repaired"  # the upstream was asked again before this call came out right
-    name = repr(str(call.get("name") or ""))
-    if any(name in issue and ("repaired" in issue or "coerced" in issue) for issue in record.issues):
-        return "coerced"  # its arguments were not valid JSON as written and were mended (extraction.py)
-    return "native" if call.get("dialect") == "native" else "extracted"
+@functools.lru_cache(maxsize=1024)
+def model_label(model: str, globs: tuple[str, ...]) -> str:
+    """The `models:` glob the model matches (first wins, as for its settings), or "other": the label set stays
+    bounded by the configuration, whatever names clients send."""
+    return next((glob for glob in globs if fnmatch.fnmatchcase(model, glob)), "other")
 
 
 def upstream_error_kind(record: TransformRecord) -> str | None:

@@ -66,6 +66,8 @@ class TransformRecord:
     strategy: str = ""  # a stream with tools: "buffered" or "incremental"
     first_byte_ms: float | None = None  # a stream: from the request to the first content or call sent
     protocol: str = "chat"  # the client's wire protocol (its front end's name): chat, messages, responses
+    backend: str = ""  # the upstream's kind and version, as known when the request went (upstream/backends.py)
+    attempts: list[list[Any]] = field(default_factory=list)  # [dialect, outcome, repaired] per call attempted
 
     def has_issues(self) -> bool:
         return bool(self.issues) or any(call.get("valid") is False for call in self.calls)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, redact_and_cut, truncate
+from toolproxy.transform.response import EMPTY_ANSWER
 from toolproxy.wire import jsonwire
 
 Row = tuple[Any, ...]
@@ -163,11 +164,19 @@ def _refuse(value: Any) -> Any:
 def _summary(data: dict[str, Any], has_issues: bool) -> dict[str, Any]:
     keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
             "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms",
-            "protocol")
+            "protocol", "backend")
     return {**{key: data[key] for key in keys},
             "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
             "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],
-            "issue_count": len(data["issues"]), "has_issues": has_issues}
+            "issue_count": len(data["issues"]), "has_issues": has_issues, "failed": is_failed(data)}
+
+
+def is_failed(data: dict[str, Any]) -> bool:
+    """A call the answer attempted failed (whatever became of it), or the answer was empty: what the dashboard's
+    per-model failure share counts."""
+    attempts = data.get("attempts") or []
+    return any(isinstance(attempt, list) and attempt[1:2] != ["valid"] for attempt in attempts) or \
+        EMPTY_ANSWER in (data.get("issues") or [])
 
 
 def _text(value: Any) -> str:

@@ -7,11 +7,12 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.dialects.base import ToolIndex
+from toolproxy.errors import UpstreamError
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
 from toolproxy.observe.record import TransformRecord, fill_answer
@@ -21,6 +22,8 @@ from toolproxy.routes.offload import off_loop, text_size
 from toolproxy.transform import request_transform
 from toolproxy.transform.chat_request import ChatRequest
 from toolproxy.transform.response import Outcome, ToolRequest, transform_completion
+from toolproxy.upstream import constrain
+from toolproxy.upstream.backends import Backend, prepare
 from toolproxy.upstream.client import Upstream, UpstreamRequest, public_url
 from toolproxy.upstream.events import Shortcut
 from toolproxy.upstream.relay import Relay
@@ -52,6 +55,8 @@ class Exchange:
     # The front end's shortcut for a passthrough stream (routes/passthrough.py): upstream events its client may
     # get as they came. None: every event is decoded into neutral items.
     forward: Callable[[Any], Shortcut | None] | None = None
+    backend: Backend = field(default_factory=Backend)  # the upstream's kind, as known when the request came
+    refused: set[str] = field(default_factory=set)  # tools whose strict schema the server refused (per worker)
 
     def __post_init__(self) -> None:
         self.tools = self.tools or self.request.tools
@@ -82,7 +87,8 @@ class Exchange:
             self.record.first_byte_ms = (time.monotonic() - self.started) * 1000
 
     def upstream_request(self, *, stream: bool) -> UpstreamRequest:
-        body = request_transform.upstream_body(self.body, self.target, stream=stream)
+        body = prepare(request_transform.upstream_body(self.body, self.target, stream=stream), self.backend,
+                       constrain=self.target.constrain, unconstrainable=frozenset(self.refused))
         return UpstreamRequest(self.target.upstream or "", body, self.upstream_api_key,
                                deadline=self.started + self.settings.request_timeout)
 
@@ -109,9 +115,23 @@ class Exchange:
     def complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
         started = time.monotonic()
         try:
-            return call_watching(lambda: self.upstream.complete(upstream_request), self.client)
+            return call_watching(lambda: self._complete_constrained(upstream_request), self.client)
         finally:
             self.upstream_seconds += time.monotonic() - started
+
+    def _complete_constrained(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
+        """A 400 for the strict schemas this proxy added is asked once more without them, and remembered."""
+        try:
+            return self.upstream.complete(upstream_request)
+        except UpstreamError as error:
+            keys = constrain.without_strict(error, self.body, upstream_request.body)
+            if not keys:
+                raise
+            self.refused.update(keys)
+            self.notes.append(f"constrain: the upstream refused strict schemas ({error.message[:200]}); asked again "
+                              f"without strict for {', '.join(key.partition(':')[0] for key in keys)}")
+            return self.upstream.complete(replace(upstream_request, body=constrain.unmarked(upstream_request.body,
+                                                                                            keys)))
 
     def complete_tools(self) -> dict[str, Any]:
         """The upstream's answer with its calls extracted; when a call attempt failed or a required call is
@@ -119,15 +139,16 @@ class Exchange:
         upstream_request = self.upstream_request(stream=False)
         completion = self.complete(upstream_request)
         answer = self.transform(completion)
-        for _ in range(self.target.repair_rounds):
-            reason = repair.reason(answer, self.outcome, request_transform.demand_of(
-                self.request.body.get("tool_choice")))
-            if reason is None:
-                break
+        demand = request_transform.demand_of(self.request.body.get("tool_choice"))
+        rounds = self.target.repair_rounds
+        while (reason := repair.reason(answer, self.outcome, demand, rounds_done=self.record.repairs,
+                                       repair_rounds=rounds)) is not None:
             self.record.repairs += 1
             upstream_request = repair.ask_again(upstream_request, completion, reason)
             completion = self.complete(upstream_request)
             answer = self.transform(completion)
+        if (issue := repair.unkept(answer, demand, self.record.repairs)) is not None:
+            self.outcome.issues.append(issue)
         return answer
 
     def log(self, status: int | str, error: str | None = None, error_code: str | None = None) -> None:
@@ -157,11 +178,13 @@ def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, 
     record.issues = [*exchange.notes, *outcome.issues]
     record.actions = [issue for issue in outcome.issues if issue.startswith(("access policy", "Stopped by"))]
     record.denied = list(outcome.denied)
+    record.attempts = [list(attempt) for attempt in outcome.attempts]
     record.calls = [{**detail, "valid": not any(f"'{detail['name']}'" in failure for failure in outcome.failures)}
                     for detail in outcome.details]
     total = time.monotonic() - exchange.started
     upstream = exchange.upstream_seconds + (exchange.relay.waited if exchange.relay is not None else 0.0)
     record.upstream_ms, record.overhead_ms = upstream * 1000, max(0.0, total - upstream) * 1000
+    record.backend = exchange.backend.label if exchange.target.upstream else ""
     return record
 
 

@@ -29,8 +29,10 @@ def fallback_reason(exchange: Exchange) -> str | None:
         return "a repair round needs the whole answer before the client hears anything"
     if demand is None:
         return "tool_choice none: there is nothing to hold back, and nothing to gain"
-    if demand.required and target.tool_mode == "prompt":
-        return "tool_choice is emulated in prompt mode, which must see the whole answer"
+    if demand.required:
+        return "tool_choice is kept by a corrective round when the model answers without the call"
+    if target.tool_mode == "native" and not exchange.backend.streams_tools:
+        return f"{exchange.backend.kind} cannot stream an answer with tools"
     if target.reasoning == "keep":
         return "reasoning keep puts the reasoning markup in front of the content, wherever the model wrote it"
     return None
@@ -170,6 +172,7 @@ class LiveConverter:
         outcome.issues.extend(live.extraction.issues)
         outcome.failures.extend(live.extraction.failures)
         outcome.denied.extend(live.extraction.denied)
+        outcome.attempts.extend(live.extraction.attempts)
         outcome.calls.extend(call.name for call in state.calls)
         outcome.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
                                 "source": call.source, "dialect": call.dialect} for call in live.calls)

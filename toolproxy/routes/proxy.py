@@ -12,9 +12,11 @@ from toolproxy.observe.logs import log_request
 from toolproxy.observe.metrics import Metrics
 from toolproxy.observe.record import TransformRecord
 from toolproxy.observe.translog import TransformLog
-from toolproxy.upstream.client import HttpUpstream, Upstream
+from toolproxy.upstream.backends import Backend
+from toolproxy.upstream.client import HttpUpstream, Upstream, public_url
 from toolproxy.upstream.gate import Gate
 from toolproxy.upstream.health import Health, HealthChecks
+from toolproxy.upstream.probe import Backends
 
 
 @dataclass(slots=True)
@@ -28,6 +30,7 @@ class Proxy:
     demo: DemoUpstream = field(default_factory=DemoUpstream)
     started: float = field(default_factory=time.time)
     secrets: tuple[str, ...] = ()
+    backends: Backends = field(default_factory=Backends)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Proxy:
@@ -41,7 +44,11 @@ class Proxy:
         translog = TransformLog(settings.data_dir, max_records=settings.log_records,
                                 max_field_chars=settings.log_field_chars, secrets=secrets)
         gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout)
-        return cls(settings, http, translog, Metrics(), gate, HealthChecks(http.check_models), secrets=tuple(secrets))
+        metrics = Metrics(models=tuple(rule.match for rule in settings.models))
+        proxy = cls(settings, http, translog, metrics, gate, HealthChecks(http.check_models), secrets=tuple(secrets))
+        for target in proxy.targets():  # each upstream's kind found at start-up, in the background
+            proxy.backend_for(target)
+        return proxy
 
     def record(self, record: TransformRecord) -> None:
         """A finished request into the shared log, the metrics and its one log line; none ever fails the request."""
@@ -57,3 +64,25 @@ class Proxy:
         """Each configured upstream and whether it answers `/models`, as last checked: never waits for a check."""
         urls = {self.settings.upstream, *(rule.overrides.get("upstream") for rule in self.settings.models)}
         return self.health.current(str(url) for url in urls if url)
+
+    def backend_for(self, target: ModelSettings) -> Backend:
+        """The upstream's kind as known now (never waits for a probe); the demo model is `generic`."""
+        if not target.upstream:
+            return Backend()
+        return self.backends.of(target.upstream, target.backend, target.upstream_api_key)
+
+    def targets(self) -> list[ModelSettings]:
+        """The settings of each configured upstream: the globals', then each `models:` entry's."""
+        found = [self.settings.for_model_rule(rule) for rule in (None, *self.settings.models)]
+        return [target for target in found if target.upstream]
+
+    def backends_known(self) -> list[dict[str, str]]:
+        """Each configured upstream's kind and version as this worker knows them (no request is made)."""
+        targets = {target.upstream: target for target in reversed(self.targets())}
+        return [{"url": public_url(url), **_shown(self.backend_for(target))} for url, target in sorted(targets.items())
+                if url]
+
+
+def _shown(backend: Backend) -> dict[str, str]:
+    return {"backend": backend.kind, "version": backend.version, "found": backend.source,
+            "evidence": backend.evidence}

@@ -39,12 +39,14 @@ class Outcome:
     repairs: int = 0
     details: list[dict[str, Any]] = field(default_factory=list)  # each returned call, for the transform log
     denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
+    attempts: list[tuple[str, str, bool]] = field(default_factory=list)  # per call attempted (extraction.py)
 
     def add(self, extraction: Extraction) -> None:
         self.dialects.extend(call.dialect for call in extraction.calls)
         self.issues.extend(extraction.issues)
         self.failures.extend(extraction.failures)
         self.denied.extend(extraction.denied)
+        self.attempts.extend(extraction.attempts)
 
     def returned(self, calls: Sequence[Call]) -> None:
         """The calls the client gets, named for the log line and detailed for the transform log."""
@@ -75,7 +77,15 @@ def transform_completion(completion: dict[str, Any], request: ToolRequest,
         answer["model"] = model
     outcome = Outcome()
     answer["choices"] = [_transform_choice(choice, request, outcome) for choice in answer["choices"]]
+    if all(not choice["message"].get("content") and not choice["message"].get("tool_calls")
+           for choice in answer["choices"]):
+        outcome.issues.append(EMPTY_ANSWER)
     return answer, outcome
+
+
+# Ollama answers a call it failed to parse with an empty message (ollama/ollama#17274), llama-cpp-python can answer
+# `""` under its tool grammar: an answer with nothing in it is worth an issue, and is counted (observe/metrics.py).
+EMPTY_ANSWER = "empty answer: the upstream returned neither text nor a tool call"
 
 
 def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Outcome) -> dict[str, Any]:
@@ -93,6 +103,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
     combined = Extraction([*native_part.calls, *text_part.segments, *_texts(native_part)],
                           [*native_part.issues, *text_part.issues], [*native_part.failures, *text_part.failures],
                           _reasoning(text_part, thought, native, request), text_part.kept_reasoning)
+    combined.attempts = [*native_part.attempts, *text_part.attempts]
     combined.segments = police(combined, request.access)
     outcome.add(combined)
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)

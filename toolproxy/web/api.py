@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app, g, request
 
-from toolproxy.errors import AuthenticationFailed, InvalidRequest, ProxyError
+from toolproxy.errors import AuthenticationFailed, InvalidRequest, ProxyError, UpstreamUnavailable
 from toolproxy.fronts.base import SSE_HEADERS, Front, json_response
 from toolproxy.fronts.openai_chat import OpenAIChat
 from toolproxy.fronts.openai_responses import OpenAIResponses
@@ -110,13 +110,16 @@ def serve(front: Front) -> Response:
         proxy.metrics.request_finished()  # when the exchange ends: for a stream, after its last byte
 
     exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, record, vtc=route.vtc,
-                        sink=finished, client=request.environ.get("gunicorn.socket"), forward=front.forward)
+                        sink=finished, client=request.environ.get("gunicorn.socket"), forward=front.forward,
+                        backend=proxy.backend_for(target), refused=proxy.backends.refused)
     exchange.notes.extend(front.notes())
     proxy.metrics.request_started()
     respond = vtc_chat.answer if route.vtc else answer
     try:
         return within_gate(proxy.gate, lambda: front.respond(exchange, respond(exchange)))
     except ProxyError as error:
+        if isinstance(error, UpstreamUnavailable) and target.upstream:
+            proxy.backends.lost(target.upstream)  # when it is back, it may be another server
         exchange.log(error.status, error.for_operator(), error.code)
         raise
     except Exception:
@@ -164,5 +167,17 @@ def list_models() -> Response:
 
 @bp.get("/health")
 def health() -> Response:
-    """Liveness only: never touches the upstream and reveals no configuration (the version is public anyway)."""
-    return json_response({"status": "ok", "version": __version__})
+    """Liveness: never touches the upstream. `?detail=1` adds each upstream's kind and version, as this worker
+    knows them, for a caller with a key (on an open proxy, one on loopback)."""
+    proxy = current_proxy()
+    keys = proxy.settings.api_keys
+    shown: dict[str, object] = {"status": "ok", "version": __version__}
+    if "detail" not in request.args:
+        return json_response(shown)
+    if is_authorized(request.headers.get("Authorization", ""), keys) if keys else _is_loopback(request.remote_addr):
+        shown["upstreams"] = proxy.backends_known()
+    return json_response(shown)
+
+
+def _is_loopback(address: str | None) -> bool:
+    return address in ("127.0.0.1", "::1") or (address or "").startswith("127.")

@@ -61,6 +61,7 @@ def index() -> str:
     return render_template("dashboard.html", version=__version__, demo=proxy.settings.is_demo,
                            uptime=int(time.time() - proxy.started), stats=proxy.translog.stats(),
                            upstreams=proxy.upstream_health(), records=proxy.translog.recent(100, **filters),
+                           backends={item["url"]: item for item in proxy.backends_known()},
                            filters={key: request.args.get(key, "") for key in FILTERS})
 
 
