@@ -101,7 +101,7 @@ def _message(kind: str, body: dict[str, Any], tools: list[Any],
     if tools and honours and (choice == "required" or isinstance(choice, dict)):
         name = choice["function"]["name"] if isinstance(choice, dict) else tools[0]["function"]["name"]
         return {"content": None, "tool_calls": [call(name, {"path": "/forced"})]}
-    if kind == "llama-cpp-python" and "tool_choice" not in body:
+    if kind == "llama-cpp-python" and tools and "tool_choice" not in body:
         return {"content": "I cannot see any tools."}  # its function-calling format ignored them
     return answers(body)
 

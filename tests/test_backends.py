@@ -228,3 +228,31 @@ def test_tool_choice_none_sent_to_strict_kinds_keeps_no_call(upstream, serve, se
     choice = proxy.post(make_body("x", [READ], tool_choice="none")).json()["choices"][0]
     assert "tool_calls" not in choice["message"] and json.loads(
         choice["message"]["content"].split("\n")[1])["name"] == "read"
+
+
+def test_the_dashboard_shows_each_model_s_failed_call_share(upstream, serve, settings):
+    good = '<tool_call>\n{"name": "read", "arguments": {"path": "/a"}}\n</tool_call>'
+    bad = '<tool_call>\n{"name": "read", "arguments": {"path": 5, "x": }\n</tool_call>'
+    answers = iter([good, bad, good])
+    upstream.script = server("generic", answers=lambda body: {"content": next(answers, "hello")})
+    proxy = serve(settings)
+    for model in ("qwen", "qwen", "llama"):
+        proxy.post(make_body("read /a", [READ], model=model))
+    proxy.post(make_body("no tools", model="qwen"))  # a request without tools has no call to fail
+    wait_for_records(proxy.url, 4)
+    page = requests.get(f"{proxy.url}/dashboard/", timeout=10).text
+    assert "qwen:\n    hour\n    50.0% (1/2) · day\n    50.0% (1/2)" in page
+    assert "llama:\n    hour\n    0.0% (0/1)" in page
+    from toolproxy.observe import queries
+
+    later = queries.stats(str(next((settings_dir(settings)).glob("*.sqlite3"))), now=time.time() + 7200)
+    assert later["failures"]["qwen"] == {"hour": (0, 0), "day": (1, 2)}
+    metrics = requests.get(f"{proxy.url}/metrics", timeout=10).text
+    assert 'toolproxy_tool_calls_total{dialect="hermes",model="other",outcome="valid"} 2.0' in metrics
+    assert 'toolproxy_tool_calls_total{dialect="unknown",model="other",outcome="invalid_json"} 1.0' in metrics
+
+
+def settings_dir(settings):
+    from pathlib import Path
+
+    return Path(settings.data_dir)

@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import sqlite3
+import time
 from typing import Any
 
 logger = logging.getLogger("toolproxy.observe.translog")
@@ -25,6 +26,13 @@ _STATS_GROUPS = {
     "by_client": "SELECT client, count(*) FROM records GROUP BY client ORDER BY 2 DESC",
 }
 _STATS_OVERHEAD = "SELECT overhead_ms FROM records ORDER BY overhead_ms"
+# Per model, over the requests that offered tools: how many had a failed call (row.is_failed) in the last hour
+# and the last day, of the records kept. The figure users compare providers by.
+_FAILED = "coalesce(json_extract(summary, '$.failed'), 0)"
+_STATS_FAILURES = (f"SELECT model, sum(started >= ?), sum(started >= ? AND {_FAILED}), count(*), sum({_FAILED}) "
+                   "FROM records WHERE started >= ? AND (route LIKE 'tools%' OR route LIKE 'vtc%') "
+                   "GROUP BY model ORDER BY 4 DESC LIMIT 50")
+HOUR, DAY = 3600.0, 86400.0
 
 
 
@@ -51,15 +59,19 @@ def find(path: str, request_id: str) -> int | None:
     return int(rows[0][0]) if rows else None
 
 
-def stats(path: str) -> dict[str, Any]:
+def stats(path: str, now: float | None = None) -> dict[str, Any]:
     """Counts over the stored records, all from one snapshot."""
+    now = time.time() if now is None else now
     results = _read(path, [(_STATS_TOTALS, ()), (_STATS_OVERHEAD, ()),
+                          (_STATS_FAILURES, (now - HOUR, now - HOUR, now - DAY)),
                           *((sql, ()) for sql in _STATS_GROUPS.values())])
     totals = results[0][0] if results[0] else (0, 0, 0, 0, 0)
     overhead = [value for (value,) in results[1]]
     stats: dict[str, Any] = dict(zip(("total", "errors", "repairs", "issues", "with_issues"), totals, strict=True))
     stats |= {"overhead_p50_ms": _percentile(overhead, 50), "overhead_p95_ms": _percentile(overhead, 95)}
-    for name, rows in zip(_STATS_GROUPS, results[2:], strict=True):
+    stats["failures"] = {str(model): {"hour": (int(failed_hour or 0), int(hour or 0)), "day": (int(failed), int(day))}
+                         for model, hour, failed_hour, day, failed in results[2]}
+    for name, rows in zip(_STATS_GROUPS, results[3:], strict=True):
         stats[name] = {str(key): count for key, count in rows}
     return stats
 
