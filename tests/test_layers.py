@@ -9,7 +9,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "toolproxy"
 # Lowest first. A module may import its own layer's modules and any lower layer's, never a higher one.
 LAYERS = ("version", "errors", "wire", "dialects", "config", "meaning", "transform", "clients", "upstream", "observe",
-          "demo", "routes", "fronts", "web", "server", "cli", "__main__")
+          "demo", "routes", "fronts", "doctor", "web", "server", "cli", "__main__")
 PURE = ("wire", "dialects", "meaning")
 # The stages of a request speak no client's protocol: they make neutral answers and events (transform/turn.py),
 # and only a front end (fronts/) encodes them, as bytes of its protocol, in an HTTP response.

@@ -1,5 +1,6 @@
 """The `toolproxy` command (also `python -m toolproxy`): `serve` runs the gunicorn gevent server of `make run`,
-`check-config` validates a configuration and shows what it resolves to, secrets masked.
+`check-config` validates a configuration and shows what it resolves to, secrets masked, and `doctor` asks an
+upstream whether tool calling works with a model.
 
 Settings come from command-line flags over `TOOLPROXY_*` variables over the YAML file: the flags are written
 into the environment the settings are read from, so one loader validates all three the same way.
@@ -56,6 +57,14 @@ def parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check-config", help="validate a configuration and print the resolved settings")
     check.add_argument("file", nargs="?", help="YAML file (default: TOOLPROXY_CONFIG, if set)")
     check.set_defaults(run=_check_config)
+    doctor = commands.add_parser("doctor", help="will tool calling work with this model, and how to configure it?")
+    doctor.add_argument("--upstream", metavar="URL", required=True, help="the server's base URL, with /v1")
+    doctor.add_argument("--model", metavar="NAME", required=True, help="the model name the server serves")
+    doctor.add_argument("--api-key", metavar="KEY", help="the server's key, if it wants one")
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    doctor.add_argument("--timeout", type=float, default=120.0, metavar="S", help="longest wait per answer (120)")
+    doctor.add_argument("--tries", type=int, default=3, metavar="N", help="tries per prompt-mode dialect (3)")
+    doctor.set_defaults(run=_doctor)
     return root
 
 
@@ -115,3 +124,21 @@ def _print_settings(values: dict[str, Any]) -> None:
     width = max(map(len, values))
     for name, value in values.items():
         print(f"{name:<{width}}  {value}")
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from toolproxy.doctor.report import render_json, render_text  # only this command needs requests
+    from toolproxy.doctor.run import Doctor, DoctorError
+
+    def progress(line: str) -> None:
+        print(f"toolproxy doctor: {line} ...", file=sys.stderr, flush=True)
+
+    doctor = Doctor(args.upstream, args.model, args.api_key, timeout=args.timeout, tries=max(1, args.tries),
+                    progress=progress)
+    try:
+        findings = doctor.run()
+    except DoctorError as error:
+        print(f"toolproxy doctor: {error}", file=sys.stderr)
+        return 2
+    print(render_json(findings) if args.json else render_text(findings), end="")
+    return 0
