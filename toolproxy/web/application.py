@@ -16,7 +16,7 @@ from toolproxy.fronts.base import json_response
 from toolproxy.observe.logs import log_other
 from toolproxy.observe.record import new_request_id, valid_text
 from toolproxy.routes.proxy import Proxy
-from toolproxy.web import api, connection, dashboard, debug, hosts, login, pages
+from toolproxy.web import api, connection, dashboard, debug, doctor_page, hosts, login, pages
 from toolproxy.web.refusals import REFUSALS, Refusals
 
 logger = logging.getLogger("toolproxy")
@@ -40,6 +40,7 @@ def build_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(pages.bp)
     app.register_blueprint(dashboard.bp)
     login.install(app, settings.api_keys)
+    app.register_blueprint(doctor_page.bp)
     app.register_blueprint(dashboard.metrics_bp)
     if settings.debug_routes:
         debug.install(app)

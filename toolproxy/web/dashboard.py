@@ -37,6 +37,9 @@ def _proxy() -> Proxy:
     return proxy
 
 
+proxy_of = _proxy
+
+
 @bp.before_request
 def require_login() -> BaseResponse | None:
     if not _proxy().settings.api_keys:
@@ -59,6 +62,8 @@ def index() -> str:
     proxy = _proxy()
     filters = _filters()
     return render_template("dashboard.html", version=__version__, demo=proxy.settings.is_demo,
+                           targets=[target.upstream for target in proxy.targets()],
+                           can_probe=bool(proxy.settings.api_keys),
                            uptime=int(time.time() - proxy.started), stats=proxy.translog.stats(),
                            upstreams=proxy.upstream_health(), records=proxy.translog.recent(100, **filters),
                            backends={item["url"]: item for item in proxy.backends_known()},
