@@ -12,7 +12,7 @@ from typing import Any
 from toolproxy.doctor import checks
 from toolproxy.errors import UpstreamError, UpstreamStatusError, UpstreamTimeout, UpstreamUnavailable
 from toolproxy.transform.request_transform import to_prompt_mode
-from toolproxy.upstream.backends import STRICT_KINDS, Backend
+from toolproxy.upstream.backends import STRICT_KINDS, Backend, prepare
 from toolproxy.upstream.client import HttpUpstream, UpstreamRequest
 from toolproxy.upstream.probe import detect, props
 
@@ -94,11 +94,16 @@ class Doctor:
             yield Probe("chat template", "ok" if has_tools else "warn",
                         "mentions tools" if has_tools else "has no tools section: native calls cannot work")
 
+    def _as_sent(self, body: dict[str, Any]) -> UpstreamRequest:
+        """The request as toolproxy would send it to this kind of server (llama-cpp-python needs `tool_choice`
+        said, for one), so that what the probes see is what the proxy will get."""
+        return UpstreamRequest(self.url, prepare(body, self.findings.backend, constrain="off"), self.key)
+
     def _complete(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, str, float]:
         """The answer's message (None on an error, with the error's line) and the time it took."""
         started = time.monotonic()
         try:
-            answer = self.http.complete(UpstreamRequest(self.url, body, self.key))
+            answer = self.http.complete(self._as_sent(body))
         except UpstreamError as error:
             return None, f"HTTP {error.status}: {error.message[:160]}", (time.monotonic() - started) * 1000
         choices = answer.get("choices") or [{}]
@@ -120,8 +125,7 @@ class Doctor:
     def _native_stream(self) -> Iterator[Probe]:
         started, first, chunks = time.monotonic(), None, []
         try:
-            stream = self.http.stream(UpstreamRequest(self.url, checks.body(self.model, checks.ASK_CALL, True),
-                                                      self.key))
+            stream = self.http.stream(self._as_sent(checks.body(self.model, checks.ASK_CALL, True)))
             try:
                 for chunk in stream:
                     chunks.append(chunk)
@@ -130,7 +134,7 @@ class Doctor:
             finally:
                 stream.close()
         except UpstreamError as error:
-            yield Probe("native stream", "fail", f"HTTP {error.status}: {error.message[:160]}")
+            yield Probe("native stream", "fail", f"HTTP {error.status}: {error.message[:160]}{self._buffered_note()}")
             return
         total = (time.monotonic() - started) * 1000
         verdict = checks.judge(checks.assemble(chunks))
@@ -140,7 +144,12 @@ class Doctor:
         note = "" if same else "; differs from the whole answer"
         if verdict.content_dialect is not None:
             note += f"; a call left in content ({verdict.content_dialect})"
-        yield Probe("native stream", mark, verdict.summary + note, first, total, {"verdict": verdict, "same": same})
+        yield Probe("native stream", mark, verdict.summary + note + self._buffered_note(), first, total,
+                    {"verdict": verdict, "same": same})
+
+    def _buffered_note(self) -> str:
+        backend = self.findings.backend
+        return "" if backend.streams_tools else f" ({backend.kind}: toolproxy asks for streams with tools whole)"
 
     def _prompt_modes(self) -> Iterator[Probe]:
         own = self.findings.probe("call in content")
@@ -171,6 +180,8 @@ class Doctor:
                         {"honoured": honoured})
         strict = {"type": "function", "function": {**checks.FUNCTION, "strict": True}}
         message, error, total = self._complete({**checks.body(self.model, checks.ASK_CALL), "tools": [strict]})
-        yield Probe("strict", "ok" if message is not None else "warn",
-                    "accepted" if message is not None else f"refused: {error}", total, total,
-                    {"accepted": message is not None and self.findings.backend.kind in STRICT_KINDS})
+        used = self.findings.backend.kind in STRICT_KINDS
+        evidence = ("accepted" + ("" if used else f" (ignored by {self.findings.backend.kind}: constrain stays off)")
+                    if message is not None else f"refused: {error}")
+        yield Probe("strict", "ok" if message is not None else "warn", evidence, total, total,
+                    {"accepted": message is not None and used})
