@@ -17,10 +17,10 @@ from tests.fake_upstream import as_chunks, completion
 from tests.test_dashboard import sign_in
 from toolproxy.cli import main
 
-ARGS = {"city": "Paris", "days": 3}
-HERMES = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>'
-ROO = "<get_weather>\n<city>Paris</city>\n<days>3</days>\n</get_weather>"
-NATIVE = [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": json.dumps(ARGS)}}]
+ARGS = {"path": "README.md", "max_lines": 20}
+HERMES = '<tool_call>\n{"name": "read_file", "arguments": {"path": "README.md", "max_lines": 20}}\n</tool_call>'
+ROO = "<read_file>\n<path>README.md</path>\n<max_lines>20</max_lines>\n</read_file>"
+NATIVE = [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": json.dumps(ARGS)}}]
 
 
 def model_server(kind: str, *, native: str = "calls", stream: str = "same", choice: str = "honoured",
@@ -36,11 +36,11 @@ def model_server(kind: str, *, native: str = "calls", stream: str = "same", choi
                 return {"content": ROO}
             if prompt == "hermes" and "<tool_call>" in system:
                 return {"content": HERMES}
-            return {"content": "It will be sunny in Paris."}
+            return {"content": "It is a README file."}
         forced = body.get("tool_choice") not in (None, "auto") and choice == "honoured"
-        if forced or (native == "calls" and "weather" in body["messages"][-1]["content"]):
+        if forced or (native == "calls" and "README.md" in body["messages"][-1]["content"]):
             return {"content": None, "tool_calls": NATIVE}
-        if native == "content" and "weather" in body["messages"][-1]["content"]:
+        if native == "content" and "README.md" in body["messages"][-1]["content"]:
             return {"content": HERMES}
         return {"content": "Hello there, how are you?"}
 

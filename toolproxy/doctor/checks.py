@@ -8,16 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproxy.meaning import schema
-from toolproxy.meaning.extraction import extract
+from toolproxy.meaning.extraction import Policy, extract
 
-PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-              "required": ["city", "days"], "additionalProperties": False}
-FUNCTION: dict[str, Any] = {"name": "get_weather", "description": "Get the weather forecast for a city",
-                            "parameters": PARAMETERS}
+# A read tool, the one every agent has (and the demo model answers), with an integer to check the types.
+PARAMETERS = {"type": "object", "properties": {"path": {"type": "string", "description": "the file to read"},
+                                               "max_lines": {"type": "integer", "description": "lines to read"}},
+              "required": ["path"], "additionalProperties": False}
+FUNCTION: dict[str, Any] = {"name": "read_file", "description": "Read a text file", "parameters": PARAMETERS}
 TOOL = {"type": "function", "function": FUNCTION}
-TOOLS = {"get_weather": PARAMETERS}
-ASK_CALL = "What will the weather be in Paris over the next 3 days? Use the get_weather tool."
+TOOLS = {"read_file": PARAMETERS}
+ASK_CALL = "Read the first 20 lines of the file README.md with the read_file tool."
 ASK_NOTHING = "Say hello in five words."
+STRICT = Policy(invalid_arguments="text")  # a call counts only when its arguments fit the schema
 # A call left in content means the server's parser is off: what each kind needs to parse it.
 PARSER_FLAGS = {
     "vllm": "--enable-auto-tool-choice --tool-call-parser {parser}",
@@ -38,7 +40,7 @@ class Verdict:
     """What one answer did with the probe tool."""
 
     calls: list[tuple[str, Any]] = field(default_factory=list)  # (name, arguments as decoded, or the raw text)
-    valid: int = 0  # calls to get_weather whose arguments are JSON of the right types
+    valid: int = 0  # calls to read_file whose arguments are JSON of the right types
     problems: list[str] = field(default_factory=list)
     content: str = ""
     content_dialect: str | None = None  # a dialect toolproxy finds a valid call of in the content
@@ -73,7 +75,7 @@ def judge(message: dict[str, Any]) -> Verdict:
         problems = ["not a declared tool"] if name not in TOOLS else schema.validate(arguments, TOOLS[name])
         verdict.problems.extend(f"{name}: {problem}" for problem in problems)
         verdict.valid += not problems
-    found = extract(verdict.content, TOOLS)
+    found = extract(verdict.content, TOOLS, policy=STRICT)
     if found.calls:
         verdict.content_dialect, verdict.snippet = found.calls[0].dialect, found.calls[0].source.strip()[:200]
     return verdict
@@ -82,10 +84,10 @@ def judge(message: dict[str, Any]) -> Verdict:
 def prompt_verdict(content: str, dialect: str) -> Verdict:
     """A prompt-mode answer: the calls toolproxy reads in it with the dialect pinned."""
     verdict = Verdict(content=content)
-    found = extract(content, TOOLS, (dialect,))
+    found = extract(content, TOOLS, (dialect,), STRICT)
     verdict.calls = [(call.name, call.arguments) for call in found.calls]
     verdict.problems = list(found.failures)
-    verdict.valid = len(found.calls) if not found.failures else 0
+    verdict.valid = len(found.calls)
     if found.calls:
         verdict.content_dialect, verdict.snippet = dialect, found.calls[0].source.strip()[:200]
     return verdict

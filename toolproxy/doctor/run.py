@@ -170,11 +170,11 @@ class Doctor:
                         {"dialect": dialect, "valid": valid})
 
     def _tool_choice(self) -> Iterator[Probe]:
-        named = {"type": "function", "function": {"name": "get_weather"}}
+        named = {"type": "function", "function": {"name": "read_file"}}
         for label, choice in (("required", "required"), ("named", named)):
             message, error, total = self._complete(checks.body(self.model, checks.ASK_NOTHING, tool_choice=choice))
             verdict = checks.judge(message or {})
-            honoured = any(name == "get_weather" for name, _ in verdict.calls)
+            honoured = any(name == "read_file" for name, _ in verdict.calls)
             evidence = error or ("a call came" if honoured else "answered without a call: ignored")
             yield Probe(f"tool_choice {label}", "ok" if honoured else "warn", evidence, total, total,
                         {"honoured": honoured})
