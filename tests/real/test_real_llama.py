@@ -29,8 +29,10 @@ ASK = [{"role": "user", "content": "What will the weather be in Paris over the n
 FORCED = {"type": "function", "function": {"name": "get_weather"}}
 
 
-def client(proxy) -> OpenAI:
-    return OpenAI(base_url=f"{proxy.url}/v1", api_key="unused", max_retries=0, timeout=600)
+@pytest.fixture(scope="module")
+def sdk(real_proxy):
+    with OpenAI(base_url=f"{real_proxy.url}/v1", api_key="unused", max_retries=0, timeout=600) as client:
+        yield client
 
 
 def check_calls(calls: list[tuple[str, str]], finish_reason: str) -> None:
@@ -42,8 +44,8 @@ def check_calls(calls: list[tuple[str, str]], finish_reason: str) -> None:
 
 
 @pytest.mark.parametrize("model", ["smollm2", "smollm2-prompt"])
-def test_whole_answers(real_proxy, model):
-    answer = client(real_proxy).chat.completions.create(model=model, messages=ASK, tools=TOOLS, temperature=0,
+def test_whole_answers(real_proxy, sdk, model):
+    answer = sdk.chat.completions.create(model=model, messages=ASK, tools=TOOLS, temperature=0,
                                                          max_tokens=96)
     choice = answer.choices[0]
     assert answer.model == model and answer.usage is not None and answer.usage.prompt_tokens > 0
@@ -54,8 +56,8 @@ def test_whole_answers(real_proxy, model):
 
 
 @pytest.mark.parametrize("model", ["smollm2", "smollm2-prompt", "smollm2-live"])
-def test_streamed_answers(real_proxy, model):
-    stream = client(real_proxy).chat.completions.create(model=model, messages=ASK, tools=TOOLS, temperature=0,
+def test_streamed_answers(real_proxy, sdk, model):
+    stream = sdk.chat.completions.create(model=model, messages=ASK, tools=TOOLS, temperature=0,
                                                          max_tokens=96, stream=True,
                                                          stream_options={"include_usage": True})
     content, calls, finish, usage = "", {}, [], None
@@ -70,16 +72,17 @@ def test_streamed_answers(real_proxy, model):
             finish += [choice.finish_reason] if choice.finish_reason else []
     assert len(finish) == 1 and usage is not None and usage.prompt_tokens > 0
     check_calls([tuple(slot) for slot in calls.values()], finish[0])
-    raw = requests.post(f"{real_proxy.url}/v1/chat/completions", json={
-        "model": model, "messages": ASK, "tools": TOOLS, "max_tokens": 32, "stream": True}, stream=True, timeout=600)
-    lines = [line for line in raw.iter_lines(decode_unicode=True) if line.startswith("data: ")]
+    with requests.post(f"{real_proxy.url}/v1/chat/completions", json={
+            "model": model, "messages": ASK, "tools": TOOLS, "max_tokens": 32, "stream": True}, stream=True,
+            timeout=600) as raw:
+        lines = [line for line in raw.iter_lines(decode_unicode=True) if line.startswith("data: ")]
     assert raw.status_code == 200 and lines[-1] == "data: [DONE]"
     print(f"{model} streamed: finish={finish[0]} content={content!r} calls={list(calls.values())}")
 
 
 @pytest.mark.parametrize("model", ["smollm2", "smollm2-prompt"])
-def test_one_call_forced_with_tool_choice(real_proxy, model):
-    answer = client(real_proxy).chat.completions.create(model=model, messages=ASK, tools=TOOLS, temperature=0,
+def test_one_call_forced_with_tool_choice(real_proxy, sdk, model):
+    answer = sdk.chat.completions.create(model=model, messages=ASK, tools=TOOLS, temperature=0,
                                                          max_tokens=96, tool_choice=FORCED)
     choice = answer.choices[0]
     calls = [(call.function.name, call.function.arguments) for call in choice.message.tool_calls or []]
@@ -96,11 +99,11 @@ def test_the_backend_kind_is_found(real_proxy):
     assert [(item["backend"], item["found"]) for item in upstreams] == [("llama-cpp-python", "detected")]
 
 
-def test_what_this_server_showed(real_proxy):
+def test_what_this_server_showed(real_proxy, sdk):
     """1. tools without tool_choice: `auto` is sent, else the server ignores the tools; 2. incremental with
     tools falls back to buffered for this kind (its stream breaks after the 200); 3. an empty answer is an issue
     and counted."""
-    answer = client(real_proxy).chat.completions.create(model="smollm2", messages=ASK, tools=TOOLS, temperature=0,
+    answer = sdk.chat.completions.create(model="smollm2", messages=ASK, tools=TOOLS, temperature=0,
                                                          max_tokens=96)
     choice = answer.choices[0]
     row = wait_for_records(real_proxy.url, 1, params={"model": "smollm2"})[0]
@@ -110,7 +113,7 @@ def test_what_this_server_showed(real_proxy):
         assert "empty answer: the upstream returned neither text nor a tool call" in page
         metrics = requests.get(f"{real_proxy.url}/metrics", timeout=10).text
         assert 'toolproxy_empty_answers_total{model="other"}' in metrics
-    stream = client(real_proxy).chat.completions.create(model="smollm2-live", messages=ASK, tools=TOOLS,
+    stream = sdk.chat.completions.create(model="smollm2-live", messages=ASK, tools=TOOLS,
                                                          max_tokens=32, stream=True)
     assert sum(1 for chunk in stream for choice in chunk.choices if choice.finish_reason) == 1
     row = wait_for_records(real_proxy.url, 1, params={"model": "smollm2-live"})[0]
