@@ -181,7 +181,8 @@ def test_every_declared_setting_is_read_from_its_variable_and_yaml_key(tmp_path)
 def _another_choice(item):
     from toolproxy.config.values import PARSERS
 
-    for candidate in ("json", "keep", "text", "incremental", "mistral", "DEBUG", "prompt", "pass", "off", "vllm"):
+    for candidate in ("json", "keep", "text", "incremental", "mistral", "DEBUG", "prompt", "pass", "off", "vllm",
+                      "thinking"):
         try:
             if PARSERS[item.kind](candidate) != item.default:
                 return candidate
