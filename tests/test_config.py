@@ -158,14 +158,15 @@ def test_model_settings_is_the_typed_view_of_the_per_model_declarations():
     assert [item.name for item in view] == per_model
     assert all(item.type == declared[item.name].type and item.repr == declared[item.name].repr for item in view)
     only_in_rules = [item.name for item in DECLARED if not item.is_global]
-    assert only_in_rules == ["upstream_model"]
+    assert only_in_rules == ["upstream_model", "chat_template"]
 
 
 def test_every_declared_setting_is_read_from_its_variable_and_yaml_key(tmp_path):
     """Derived from the declarations, each setting reaches Settings (or a rule) by each way it may be written."""
     samples = {"url": "http://10.1.2.3:9/v1", "text": "x", "keys": "k1", "flag": "1", "bind": "0.0.0.0:1",
                "count": "7", "seconds": "2.5", "tool_mode": "prompt", "dialects": "json", "names": "a",
-               "patterns": "a+", "patterns_or_none": "none", "newlines": "3", "rounds": "2"}
+               "patterns": "a+", "patterns_or_none": "none", "newlines": "3", "rounds": "2",
+               "template": "{{ messages }}"}
     for item in DECLARED:
         value = samples.get(item.kind) or _another_choice(item)
         if item.variable:

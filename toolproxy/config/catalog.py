@@ -165,8 +165,8 @@ class Settings:
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
     """What applies to one request's model: the globals with the first matching rule laid over them. A typed view
-    of the per-model settings declared in `Settings` (tests/test_config.py holds the two equal), plus the one
-    setting only a `models:` entry has."""
+    of the per-model settings declared in `Settings` (tests/test_config.py holds the two equal), plus the
+    settings only a `models:` entry has."""
 
     upstream: str | None
     upstream_api_key: str | None = field(repr=False)
@@ -189,6 +189,9 @@ class ModelSettings:
     constrain: str
     upstream_model: str | None = setting(None, "text", "the model name sent upstream (clients still see theirs)",
                                          per_model=True)
+    chat_template: str | None = setting(None, "template", "the model's chat template, a path or the text: the call "
+                                        "format it states is pinned ([Model formats](formats.md#dialects)); without "
+                                        "it, the one llama.cpp serves is read", per_model=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +217,7 @@ def _declared(item: Any, is_global: bool) -> Declared:
 
 
 _PER_MODEL = tuple(item for item in fields(Settings) if item.metadata["per_model"])
-# Every setting, in the order of the docs' table; `upstream_model` (a `models:` entry's only) last.
+# Every setting, in the order of the docs' table; `upstream_model` and `chat_template` (a `models:` entry's only) last.
 DECLARED: tuple[Declared, ...] = (
     *(_declared(item, True) for item in fields(Settings)),
     *(_declared(item, False) for item in fields(ModelSettings) if item.metadata),

@@ -31,6 +31,8 @@ def _shown(name: str, value: Any) -> Any:
         return "; ".join(f"{rule.match!r}: " + ", ".join(f"{key}={_shown(key, item)}"
                                                          for key, item in rule.overrides.items())
                          for rule in value) or "(none)"
+    if name == "chat_template" and isinstance(value, str):
+        return f"(a template of {len(value)} characters)"
     if name == "upstream" and isinstance(value, str):
         return without_password(value)
     if isinstance(value, tuple):

@@ -131,6 +131,33 @@ def _parse_tool_mode(value: Any) -> str:
     return text
 
 
+MAX_TEMPLATE_CHARS = 256 * 1024  # a chat template, set per model or served by an upstream (template_sandbox.py)
+
+
+def _parse_template(value: Any) -> str:
+    """A chat template: the text itself (it holds `{{`, `{%` or a line break), or the path of a file holding it,
+    read here, once, so that nothing reads a file while requests are served."""
+    text = str(value)
+    if "{{" in text or "{%" in text or "\n" in text:
+        return _within_template_limit(text, "the template")
+    path = os.path.expanduser(text.strip())
+    try:
+        with open(path, "rb") as file:
+            data = file.read(4 * MAX_TEMPLATE_CHARS + 1)  # four bytes at most per character in UTF-8
+    except OSError as error:
+        raise ValueError(f"cannot read the chat template {path!r}: {error.strerror}") from None
+    try:
+        return _within_template_limit(data.decode("utf-8"), repr(path))
+    except UnicodeDecodeError:
+        raise ValueError(f"the chat template {path!r} is not UTF-8 text") from None
+
+
+def _within_template_limit(text: str, label: str) -> str:
+    if len(text) > MAX_TEMPLATE_CHARS:
+        raise ValueError(f"{label} is longer than {MAX_TEMPLATE_CHARS // 1024} Ki characters")
+    return text
+
+
 def _choice(*allowed: str) -> Any:
     def parse(value: Any) -> str:
         text = str(value).strip()
@@ -176,4 +203,5 @@ PARSERS = {
     "constrain": _choice("auto", "off"),
     "patterns": _parse_patterns,
     "patterns_or_none": _parse_patterns_or_none,
+    "template": _parse_template,
 }

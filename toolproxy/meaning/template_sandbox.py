@@ -26,7 +26,8 @@ from jinja2.parser import Parser
 from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 
-MAX_TEMPLATE_CHARS = 256 * 1024
+from toolproxy.config.values import MAX_TEMPLATE_CHARS
+
 # Traced Python lines (and calls): the 18 real templates of tests/fixtures/templates render the sample conversation
 # in 860 to 5,650, and build at most 20,000 characters.
 MAX_STEPS = 500_000

@@ -14,6 +14,7 @@ from typing import Any
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
 from toolproxy.errors import ModelNotFound, ProxyError, UpstreamTimeout
+from toolproxy.routes.formats import Formats
 from toolproxy.upstream.client import Upstream, public_url
 
 logger = logging.getLogger(__name__)
@@ -36,9 +37,11 @@ def served_patterns(settings: Settings) -> list[str]:
     return list(dict.fromkeys([*patterns, *(["*"] if settings.upstream else [])]))
 
 
-def list_models(settings: Settings, http: Upstream, client_key: str | None) -> dict[str, Any]:
+def list_models(settings: Settings, http: Upstream, client_key: str | None,
+                formats: Formats | None = None) -> dict[str, Any]:
     """`GET /v1/models`: the demo model alone when no upstream is configured; otherwise every model each upstream
-    lists that a route sends to an upstream, and every model named exactly in the configuration."""
+    lists that a route sends to an upstream, and every model named exactly in the configuration, each with what
+    reads its replies (`toolproxy`: the dialects, and where they come from)."""
     if settings.is_demo:
         return DemoUpstream().models(None, None)
     listed: dict[str, dict[str, Any]] = {}
@@ -57,7 +60,20 @@ def list_models(settings: Settings, http: Upstream, client_key: str | None) -> d
             listed.setdefault(pattern, {"id": pattern, "object": "model", "created": 0, "owned_by": "toolproxy"})
     if not listed and failures:
         raise failures[0]
+    if formats is not None:
+        listed = {name: {**entry, "toolproxy": _format_status(settings, formats, name, client_key)}
+                  for name, entry in listed.items()}
     return {"object": "list", "data": list(listed.values())}
+
+
+def _format_status(settings: Settings, formats: Formats, model: str, client_key: str | None) -> dict[str, Any]:
+    target = settings.for_model(model)
+    return formats.status(model, target, upstream_key(settings, target, client_key))
+
+
+def upstream_key(settings: Settings, target: ModelSettings, client_key: str | None) -> str | None:
+    """The key an upstream is called with: its own, or an open proxy's client's (vLLM's --api-key)."""
+    return target.upstream_api_key or (client_key if not settings.api_keys else None)
 
 
 def ask_all(http: Upstream, upstreams: list[tuple[str, str | None]],
@@ -95,5 +111,5 @@ def _upstreams(settings: Settings, client_key: str | None) -> list[tuple[str, st
         targets.insert(0, settings.for_model_rule(None))
     for target in targets:
         if target.upstream and target.upstream not in found:
-            found[target.upstream] = target.upstream_api_key or (client_key if not settings.api_keys else None)
+            found[target.upstream] = upstream_key(settings, target, client_key)
     return list(found.items())

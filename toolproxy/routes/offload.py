@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import gevent
+import gevent.monkey
 
 T = TypeVar("T")
 OFF_LOOP_CHARS = 256 * 1024  # about 50 ms of extraction at its slowest (bench-parse: under 200 ms per MB)
@@ -17,6 +18,16 @@ OFF_LOOP_CHARS = 256 * 1024  # about 50 ms of extraction at its slowest (bench-p
 def off_loop(work: Callable[[], T], size: int) -> T:
     """`work()`, in a pool thread when `size` (characters of model text it reads) is large."""
     if size < OFF_LOOP_CHARS:
+        return work()
+    result: T = gevent.get_hub().threadpool.apply(work)
+    return result
+
+
+def off_the_loop(work: Callable[[], T]) -> T:
+    """`work()` where it holds up no other request, whatever its size (a chat template's derivation is ~10-100 ms
+    of Python however short the template): in gevent's pool where threads are greenlets on the worker's loop
+    (gunicorn's gevent worker patches them), in place in a real thread (a threaded server, the tests)."""
+    if not gevent.monkey.is_module_patched("threading"):
         return work()
     result: T = gevent.get_hub().threadpool.apply(work)
     return result

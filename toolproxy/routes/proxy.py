@@ -12,6 +12,7 @@ from toolproxy.observe.logs import log_request
 from toolproxy.observe.metrics import Metrics
 from toolproxy.observe.record import TransformRecord
 from toolproxy.observe.translog import TransformLog
+from toolproxy.routes.formats import Formats
 from toolproxy.upstream.backends import Backend
 from toolproxy.upstream.client import HttpUpstream, Upstream, public_url
 from toolproxy.upstream.gate import Gate
@@ -31,6 +32,7 @@ class Proxy:
     started: float = field(default_factory=time.time)
     secrets: tuple[str, ...] = ()
     backends: Backends = field(default_factory=Backends)
+    formats: Formats = field(default_factory=Formats)  # each model's call format, from its chat template
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Proxy:
@@ -45,7 +47,10 @@ class Proxy:
                                 max_field_chars=settings.log_field_chars, secrets=secrets)
         gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout)
         metrics = Metrics(models=tuple(rule.match for rule in settings.models))
-        proxy = cls(settings, http, translog, metrics, gate, HealthChecks(http.check_models), secrets=tuple(secrets))
+        backends = Backends()
+        proxy = cls(settings, http, translog, metrics, gate, HealthChecks(http.check_models), secrets=tuple(secrets),
+                    backends=backends, formats=Formats(backends))
+        proxy.formats.begin(settings)  # each configured chat template's call format, in the background
         for target in proxy.targets():  # each upstream's kind found at start-up, in the background
             proxy.backend_for(target)
         return proxy

@@ -100,8 +100,8 @@ def serve(front: Front) -> Response:
             error.code
         proxy.record(record)
         raise
-    # With no key of its own configured, an open proxy passes the client's key on (vLLM's --api-key).
-    api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
+    api_key = models.upstream_key(settings, target, client_token())
+    target = proxy.formats.pin(chat.model, target, api_key)  # the dialect its chat template states, once known
     route = front.route(request.headers, chat, settings)
     record.route_reason = route.reason
 
@@ -120,6 +120,7 @@ def serve(front: Front) -> Response:
     except ProxyError as error:
         if isinstance(error, UpstreamUnavailable) and target.upstream:
             proxy.backends.lost(target.upstream)  # when it is back, it may be another server
+            proxy.formats.forget(target.upstream)  # with another model's template
         exchange.log(error.status, error.for_operator(), error.code)
         raise
     except Exception:
@@ -162,7 +163,7 @@ def forward(path: str) -> Response:
 @bp.get("/v1/models")
 def list_models() -> Response:
     proxy = current_proxy()
-    return json_response(models.list_models(proxy.settings, proxy.http, client_token()))
+    return json_response(models.list_models(proxy.settings, proxy.http, client_token(), proxy.formats))
 
 
 @bp.get("/health")

@@ -66,6 +66,7 @@ def index() -> str:
                            can_probe=bool(proxy.settings.api_keys),
                            uptime=int(time.time() - proxy.started), stats=proxy.translog.stats(),
                            upstreams=proxy.upstream_health(), records=proxy.translog.recent(100, **filters),
+                           formats=proxy.formats.overview(),
                            backends={item["url"]: item for item in proxy.backends_known()},
                            filters={key: request.args.get(key, "") for key in FILTERS})
 
