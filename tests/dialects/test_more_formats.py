@@ -39,6 +39,8 @@ FRAGMENTS: dict[str, list[str]] = {
     "nemotron_mini": ["<toolcall>", "</toolcall>", " ", CALL_JSON, "{", "<TOOLCALL>"],
     "apriel": ["<tool_calls>", "</tool_calls>", "\n", CALL_JSON, "[", "]", "{", " ", "<tool_call>"],
     "functionary_v3": [">>>", "all", "add", "\n", '{"a": 1}', "{", " ", "x", ">>> "],
+    "inkling": ["<|message_model|>", "<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>", "<|end_message|>",
+                "add", '{"name": "add", "args": {"a": 1}}', '{"a": 1}', "{", "\n", " ", "x", "<|", "ad", ">"],
 }
 NEW = sorted(FRAGMENTS)
 PYTHON_RENDERED = {"lfm2", "llama4", "olmo3"}  # argument names must be identifiers
@@ -118,12 +120,28 @@ def test_streaming_a_long_call_one_character_at_a_time_stays_linear(name: str) -
 
 @pytest.mark.parametrize(
     "body",
-    ["{a:x}", "{a:'x'}", '{a:"x"}', "{a:1,a:2}", "{:1}", "{a:1 b:2}", "{a:[1,}", "{a:01}", "{a:1e999}", "{a:{}",
-     "{a:" + "[" * 40 + "]" * 40 + "}", "(a:1)"],
+    ["{a:x}", "{a:1,a:2}", "{:1}", "{a:1 b:2}", "{a:[1,}", "{a:01}", "{a:1e999}", "{a:{}",
+     "{a:" + "[" * 40 + "]" * 40 + "}", "(a:1", "{a=1}", "(a:'x)", ":\nBEGIN_ARG:\n1"],
 )
 def test_gemma4_refuses_what_its_notation_does_not_allow(body: str) -> None:
     text = f"<|tool_call>call:add{body}<tool_call|>"
     assert parse(DIALECTS["gemma4"], text, TOOLS) == [Text(text)]
+
+
+@pytest.mark.parametrize(
+    ("body", "arguments"),
+    [("{a:'x'}", {"a": "x"}), ('{a:"x\\"y"}', {"a": 'x"y'}), ("(a:1)", {"a": 1}),
+     ("(a=1, b=True)", {"a": 1, "b": True}),
+     ("(a: <|\"|>x<|\"|>, b: None)", {"a": "x", "b": None}), ("{a:'it's, here'}", {"a": "it's, here"}),
+     (":\nBEGIN_ARG:\nfirst\nEND_ARG\nBEGIN_ARG:\n2\nEND_ARG", {"a": "first", "b": "2"})],
+)
+def test_gemma4_reads_the_forms_models_really_write(body: str, arguments: dict[str, Any]) -> None:
+    """Quotes of both kinds, `call:NAME(...)` with `:` or `=` and Python's constants, positional `BEGIN_ARG` blocks
+    (given to the declared properties in order), as public reports show them."""
+    tools = {"add": {"type": "object", "properties": {"a": {}, "b": {}}}}
+    text = f"<|tool_call>call:add{body}<tool_call|>"
+    calls = [segment for segment in parse(DIALECTS["gemma4"], text, tools) if isinstance(segment, Call)]
+    assert [(call.name, call.arguments, call.source) for call in calls] == [("add", arguments, text)]
 
 
 @pytest.mark.parametrize(

@@ -20,19 +20,21 @@ from toolproxy.dialects import deepseek, functionary, gemma4, harmony, llama3, m
 from toolproxy.dialects.base import Call, Scanner, Segment, Text, ToolIndex, merge_text, parse, source_of
 from toolproxy.dialects.block import BlockScanner
 from toolproxy.dialects.cursor import OBJECT_LIST, REWIND_LIMIT, SPACE, ahead
+from toolproxy.dialects.invoke_tags import PREFIX, token_prefix
 from toolproxy.dialects.pythonic import PythonicScanner
 from toolproxy.dialects.registry import DIALECTS
 from toolproxy.dialects.token_block import TokenBlockScanner
 from toolproxy.meaning.extraction import scanner as chain_scanner
 
-_PREFIX = r"(?:[A-Za-z_][\w.\-]{0,31}:)?"
 # How the block dialects found openers before their lookaheads: every one went to the reader.
 PLAIN_HINTS = {
     "qwen3_coder": r"<(?:tool_call>|function=)",
     "glm": r"<tool_call>",
     "kimi_k2": r"<\|tool_call",
-    "minimax": rf"<{_PREFIX}(?:minimax:tool_call)",
-    "invoke_xml": rf"<{_PREFIX}(?:invoke|function_calls)",
+    "minimax": rf"<[ \t]{{0,4}}{PREFIX}(?:minimax:tool_call|tool_call)",
+    "invoke_xml": rf"<[ \t]{{0,4}}{PREFIX}(?:invoke|function_calls)",
+    "dsml": rf"<[ \t]{{0,4}}{token_prefix('DSML')}(?:tool_calls|function_calls|calls|tool_use|invoke)",
+    "kimi_k3": r"<\|open\|>[ \t]{0,4}(?:tools|call)",
     "seed_oss": r"<seed:tool_call>",
 }
 MARKED_JSON = {"apertus", "nemotron", "nemotron_mini", "apriel"}  # one opener pattern, no lookahead to take out

@@ -20,7 +20,8 @@ from toolproxy.dialects.invoke_xml import InvokeXmlDialect
 from toolproxy.dialects.kimi_tokens import KimiDialect
 from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
 from toolproxy.dialects.registry import DIALECTS as REGISTERED
-from toolproxy.meaning.extraction import accept
+from toolproxy.meaning import reasoning
+from toolproxy.meaning.extraction import accept, settle
 
 Dialect = Qwen3XmlDialect | GlmXmlDialect | KimiDialect | InvokeXmlDialect
 
@@ -28,13 +29,16 @@ DIALECTS: dict[str, Dialect] = {
     "qwen3_coder": Qwen3XmlDialect(),
     "glm": GlmXmlDialect(),
     "kimi_k2": KimiDialect(),
-    "minimax": InvokeXmlDialect("minimax", "minimax:tool_call", bare=False),
-    "invoke_xml": InvokeXmlDialect("invoke_xml", "function_calls", bare=True),
+    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False),
+    "invoke_xml": InvokeXmlDialect("invoke_xml", ("function_calls",), bare=True),
+    "dsml": REGISTERED["dsml"],  # type: ignore[dict-item]
+    "kimi_k3": REGISTERED["kimi_k3"],  # type: ignore[dict-item]
 }
 # The automatic order recommended for the registry. Dialects whose values are raw text (code, several lines) go
 # first: another dialect's markup written inside such a value must stay in it, and a JSON string cannot hold a raw
 # line break, so the reverse nesting is rarer. MiniMax before invoke_xml, which would take its bare `<invoke>`.
-RECOMMENDED = ["kimi_k2", "minimax", "qwen3_coder", "glm", "invoke_xml", "hermes", "qwen_tools", "roo_xml", "json"]
+RECOMMENDED = ["dsml", "kimi_k2", "kimi_k3", "minimax", "qwen3_coder", "glm", "invoke_xml", "hermes", "qwen_tools",
+               "roo_xml", "json"]
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 CASES = sorted(path for name in DIALECTS for path in (GOLDEN / name).glob("*.json"))
 
@@ -74,13 +78,14 @@ def test_every_dialect_has_its_golden_cases() -> None:
 def test_golden(path: Path) -> None:
     text, expected, tools = load(path)
     dialect = DIALECTS[path.parent.name]
+    answer = reasoning.split(text).answer  # as extraction does: reasoning aside first (Kimi K3's think channel)
     scanner = dialect.scanner(tools)
-    segments = scanner.feed(text) + scanner.finish()
-    extraction = accept(segments, tools)
+    segments = scanner.feed(answer) + scanner.finish()
+    extraction = accept(settle(segments, tools)[0], tools)  # settled as extraction does: tokens beside calls go too
     assert extraction.content() == expected["content"]
     assert [(call.name, call.arguments) for call in extraction.calls] == [
         (call["name"], call["arguments"]) for call in expected["tool_calls"]]
-    assert source_of(segments) == text
+    assert source_of(segments) == answer
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda path: f"{path.parent.name}/{path.stem}")
@@ -99,7 +104,8 @@ def test_golden_in_the_recommended_automatic_order(path: Path) -> None:
     text, expected, tools = load(path)
     everything: dict[str, Any] = {**REGISTERED, **DIALECTS}
     chain = ChainScanner([everything[name] for name in RECOMMENDED if name in everything], tools)
-    extraction = accept(chain.feed(text) + chain.finish(), tools)
+    answer = reasoning.split(text).answer
+    extraction = accept(settle(chain.feed(answer) + chain.finish(), tools)[0], tools)
     assert extraction.content() == expected["content"]
     assert [(call.name, call.arguments) for call in extraction.calls] == [
         (call["name"], call["arguments"]) for call in expected["tool_calls"]]
@@ -112,7 +118,18 @@ INVOKE_PIECES = ["<function_calls>", "</function_calls>", "<minimax:tool_call>",
                  '<invoke name="get_weather">', "<invoke name='ns:get_weather' note='a > b'>", "<invoke", ' name="',
                  "</invoke>", '<parameter name="city">', "<parameter", "</parameter>", '<ns:invoke name="get_weather">',
                  "</ns:invoke>", '<ns:parameter name="city">', "</ns:parameter>", "<ns:function_calls>",
-                 "</ns:function_calls>", '"', "'", "/>"]
+                 "</ns:function_calls>", '"', "'", "/>", "]<]minimax[>[", "<tool_call>", "</tool_call>", "<city>",
+                 "</city>", "<|im_end|>", "<｜DSML｜invoke name=\"get_weather\">", "]<]mini", '{"city": "x"}']
+DSML_PIECES = ["<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", "<|DSML|function_calls>", "</|DSML|function_calls>",
+               "<｜DSML｜ calls>", "</｜DSML｜ calls>", '<｜DSML｜invoke name="get_weather">', "</｜DSML｜invoke>",
+               '<｜DSML｜ invoke name="get_weather">', "</｜DSML｜ invoke>",
+               '<｜DSML｜parameter name="city" string="true">', '<|DSML|parameter name="city" string="false">',
+               "</｜DSML｜parameter>", "</|DSML|parameter>",
+               "<｜DSML｜", "<｜DS", '{"city": "x"}', '"x"', "<｜end▁of▁sentence｜>"]
+K3_PIECES = ["<|open|>tools<|sep|>", "<|close|>tools<|sep|>", '<|open|>call tool="get_weather" index="0"<|sep|>',
+             "<|close|>call<|sep|>", '<|open|>argument key="city" type="string"<|sep|>',
+             '<|open|>argument key="city" type="object"<|sep|>', "<|close|>argument<|sep|>", "<|open|>", "<|close|>",
+             "<|sep|>", "<|se", "<|close|>message<|sep|>", '{"a": 1}']
 PIECES: dict[str, list[str]] = {
     "qwen3_coder": ["<tool_call>", "</tool_call>", "<function=", "<function=get_weather>", "</function>",
                     "<parameter=", "<parameter=city>", "</parameter>", "get_weather", "=", "<tool_", "</func"],
@@ -124,6 +141,8 @@ PIECES: dict[str, list[str]] = {
                 "<|tool_call"],
     "minimax": INVOKE_PIECES,
     "invoke_xml": INVOKE_PIECES,
+    "dsml": DSML_PIECES,
+    "kimi_k3": K3_PIECES,
 }
 COMMON = ["\n", " ", "<", "</", ">", "x", "é", "😀"]
 # Whole calls among the pieces, so that random text holds calls to find and not only broken markup.
@@ -133,6 +152,10 @@ WHOLE["qwen3_coder"].append("<function=get_weather>\n<parameter=city>\nOslo\n</p
 WHOLE["kimi_k2"].append('<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "}"}'
                         "<|tool_call_end|>")
 WHOLE["invoke_xml"].append('<ns:invoke name="x:get_weather"><ns:parameter name="city">a</ns:parameter></ns:invoke>')
+WHOLE["minimax"].append('<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Oslo'
+                        ']<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>')
+WHOLE["dsml"].append('<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">{"city": "x"}</｜DSML｜ invoke>\n'
+                     "</｜DSML｜ calls>")
 
 
 def texts(name: str) -> st.SearchStrategy[str]:
@@ -259,6 +282,8 @@ OPENERS = {
     "kimi_k2": "<|tool_calls_section_begin|><|tool_call_begin|>",
     "minimax": '<minimax:tool_call><invoke name="x">',
     "invoke_xml": '<function_calls><invoke name="x">',
+    "dsml": '<｜DSML｜tool_calls><｜DSML｜invoke name="x">',
+    "kimi_k3": '<|open|>tools<|sep|><|open|>call tool="x" index="0"<|sep|>',
 }
 
 

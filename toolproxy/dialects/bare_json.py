@@ -12,7 +12,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import Call, JsonSpan, Segment, Text, ToolIndex, call_from_json, decode_json, is_decoded
+from toolproxy.dialects.base import (
+    Call,
+    JsonSpan,
+    Markup,
+    Segment,
+    Text,
+    ToolIndex,
+    call_from_json,
+    decode_json,
+    is_decoded,
+)
 
 _LEADING_SPACE = re.compile(r"[ \t]*")
 # A JSON value that begins a line. The white-space run is bounded by the next character, so this is linear.
@@ -24,6 +34,8 @@ class BareJsonDialect:
 
     # It holds back the white space that begins a line, which may precede a JSON value.
     holds_only_markers = False
+
+    markup = Markup()
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return ("{",)  # every accepted shape is an object or a list of objects

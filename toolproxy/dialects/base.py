@@ -39,6 +39,17 @@ class Call:
 Segment: TypeAlias = Text | Call
 
 
+@dataclass(frozen=True, slots=True)
+class Markup:
+    """The literals a dialect's calls are written with, for the rooms that look for call markup without parsing
+    it: the leftover-markup check (`extraction.py`), wrapper absorption in recovery, and defusing forged markup in
+    prompts (`transform/markup.py`). Declared by each dialect, gathered by the registry."""
+
+    openers: tuple[str, ...] = ()  # literals that only ever start a call: left as text, a call attempt failed
+    closers: tuple[str, ...] = ()  # literals that only ever end or separate its parts
+    wrappers: tuple[tuple[str, str], ...] = ()  # (opener, closer) a model may leave around a call recovery mends
+
+
 class Scanner(Protocol):
     def feed(self, text: str) -> list[Segment]:
         """Segments that are final given the text so far; text that may start a call is held back."""
@@ -58,6 +69,9 @@ class Dialect(Protocol):
         """Whether its scanner, fed text without a whole marker, gives back all of it but the longest end that may
         begin one: a stream then builds it only once a marker comes (chain.py)."""
         ...
+
+    @property
+    def markup(self) -> Markup: ...
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...] | None:
         """Literals of which every call of this dialect holds one (its openers), or None when a call may begin
@@ -108,6 +122,25 @@ def trim_newlines(raw: str) -> str:
         raw = raw[1:]
     if raw.endswith("\n"):
         raw = raw[:-1]
+    return raw
+
+
+_LAYOUT = " \t\r"
+
+
+def trim_value(raw: str) -> str:
+    """A value written between tags, without its layout: the rest of the opening tag's line when it is blank
+    (`<parameter=path>\n`), and the closing tag's indentation with the line break before it (`\n  </parameter>`).
+    The text itself keeps every space: an `old_string` of an edit is indented code (a number's spaces go when
+    `schema.py` types it)."""
+    first = raw.find("\n")
+    if first < 0:
+        return raw
+    if not raw[:first].strip(_LAYOUT):
+        raw = raw[first + 1 :]
+    last = raw.rfind("\n")
+    if last >= 0 and not raw[last + 1 :].strip(_LAYOUT):
+        raw = raw[:last]
     return raw
 
 

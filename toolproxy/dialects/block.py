@@ -232,8 +232,12 @@ def read_value(text: str, position: int, closer: str) -> tuple[str, int, bool]:
 
 
 def pad_newlines(value: str) -> str:
-    """What `trim_newlines` gives back as `value`: padded only when the value itself starts or ends a line."""
-    return f"\n{value}\n" if value.startswith("\n") or value.endswith("\n") else value
+    """What `trim_value` gives back as `value`: padded with a line of its own only when its first or last line is
+    blank, which would otherwise be taken for layout."""
+    if "\n" not in value:
+        return value
+    first, last = value[: value.find("\n")], value[value.rfind("\n") + 1 :]
+    return f"\n{value}\n" if not first.strip(" \t\r") or not last.strip(" \t\r") else value
 
 
 def render_value(value: Any) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, literal, marker, object_list, space
 from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 
@@ -28,6 +28,8 @@ class CommandRDialect:
     name = "command_r"
 
     holds_only_markers = True
+
+    markup = Markup(("<|START_ACTION|>",), ("<|END_ACTION|>",))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER, ACTION)

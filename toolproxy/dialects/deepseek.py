@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import (
     JSON_START,
     SPACE,
@@ -52,6 +52,8 @@ class DeepSeekDialect:
     name = "deepseek"
 
     holds_only_markers = True
+
+    markup = Markup((CALLS_BEGIN, CALL_BEGIN), (CALLS_END, CALL_END, SEP))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (CALLS_BEGIN, CALL_BEGIN)

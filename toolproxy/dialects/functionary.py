@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import SPACE, ahead, json_value, literal, marker, run, space, word
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
 
@@ -32,6 +32,8 @@ class FunctionaryV31Dialect:
 
     holds_only_markers = True
 
+    markup = Markup(("<function=",), ("</function>",))
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (V31_OPENER,)
 
@@ -46,6 +48,8 @@ class FunctionaryV3Dialect:
     name = "functionary_v3"
 
     holds_only_markers = True
+
+    markup = Markup()
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (V3_OPENER,)

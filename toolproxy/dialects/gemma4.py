@@ -1,49 +1,60 @@
 """Gemma 4 calls: `<|tool_call>call:NAME{key:<|"|>text<|"|>,count:5,on:true}<tool_call|>`.
 
-Arguments are Gemma's own notation, not JSON: keys are bare, strings sit between `<|"|>` tokens (so a quote or a
-brace inside one is just text), numbers, `true`, `false` and `null` are bare, and values nest in `{...}` and
-`[...]`, as in llama.cpp's Gemma 4 grammar. Each call has its own opener; some servers end one with `<turn|>`
-instead of `<tool_call|>`, or cut the closer as a stop token. Anything else inside the braces makes the block text.
+Arguments are Gemma's own notation, not JSON (`gemma4_values.py`): keys are bare, strings sit between `<|"|>`
+tokens, numbers, `true`, `false` and `null` are bare, and values nest in `{...}` and `[...]`, as in llama.cpp's
+Gemma 4 grammar. Each call has its own opener; some servers end one with `<turn|>` instead of `<tool_call|>`, or
+cut the closer as a stop token. Anything else inside makes the block text.
+
+As it is really written, besides: plain or single quotes around strings, `call:NAME(key: value)` and
+`call:NAME(key=value)` (vllm-project/vllm#53642), a namespaced name (`call:google:mcp:srv:create-pdf-file`,
+jundot/omlx#1830) for a declared tool it ends with, and positional arguments, one per `BEGIN_ARG:` ... `END_ARG`
+block after `call:NAME:` (ollama/ollama#18275), given to the declared tool's properties in their order.
 
 Servers that strip special tokens leave `call:NAME{key:value,...}` with bare strings (Gitlawb/openclaude#380). That
-form counts only for a declared tool whose schema names every key; a bare value runs to the next `,`, `}` or `]`
-and is a number, `true`, `false` or `null` when it reads as one, else text.
+form counts only for a declared tool whose schema names every key; a bare value runs to the next separator and is
+a number, `true`, `false` or `null` when it reads as one, else text.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex, partial_suffix
+from toolproxy.dialects.base import Markup, ToolIndex, trim_value
 from toolproxy.dialects.cursor import SPACE, Cursor, Read, ahead, either, literal, marker, peek, run, space, word
+from toolproxy.dialects.gemma4_values import (
+    BRACES,
+    INVALID,
+    PARENS,
+    QUOTE,
+    Notation,
+    mapping,
+    raw_until,
+    render_value,
+)
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
+
+__all__ = ["CLOSERS", "OPENER", "QUOTE", "Gemma4Dialect", "render_value"]
 
 OPENER = "<|tool_call>"
 CLOSERS = ("<tool_call|>", "<turn|>")
-QUOTE = '<|"|>'
 _CALL = "call:"
-_NAME = re.compile(r"[\w.\-]*")
-_KEY = re.compile(r"[^:{}\[\],<>\s]*")
-_NUMBER_RUN = re.compile(r"[\w.+\-]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
-_BARE = re.compile(r"[^,{}\[\]\n]*")  # a bare value in the stripped form: up to the next separator
-_BARE_LIMIT = 4096
+_NAME = re.compile(r"[\w.\-:]*")
+_BEGIN_ARG, _END_ARG = "BEGIN_ARG:", "END_ARG"
 _WORD_CHAR = re.compile(r"[\w.\-:>]")  # `>`: right after a refused <|tool_call> is not the stripped form
 _LIMIT = 128
-_DEPTH_LIMIT = 32
-_INVALID = object()
-_FOLLOW = ahead(SPACE, literal(_CALL), run(r"[\w.\-]", _LIMIT), SPACE, literal("{"))
+# What follows the name: braces, parentheses, or (the name's own `:` read by a name run) positional blocks.
+_ARGUMENTS = either(literal("{"), literal("("), ahead(r":?", SPACE, literal(_BEGIN_ARG)))
+_FOLLOW = ahead(SPACE, literal(_CALL), run(r"[\w.\-:]", _LIMIT), SPACE, _ARGUMENTS)
 
 
 class Gemma4Dialect:
     name = "gemma4"
 
     holds_only_markers = True
+
+    markup = Markup((OPENER,), CLOSERS[:1])
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER, _CALL)
@@ -53,16 +64,6 @@ class Gemma4Dialect:
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
         return f"{OPENER}{_CALL}{name}{render_value(dict(arguments))}{CLOSERS[0]}"
-
-
-def render_value(value: Any) -> str:
-    if isinstance(value, str):
-        return f"{QUOTE}{value}{QUOTE}"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{key}:{render_value(item)}" for key, item in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ",".join(render_value(item) for item in value) + "]"
-    return json.dumps(value)
 
 
 class Gemma4Scanner(TokenBlockScanner):
@@ -93,12 +94,15 @@ class Gemma4Scanner(TokenBlockScanner):
             yield from space(cursor)
             if (yield from marker(cursor, _CALL)) is None:
                 return None
-        name = yield from word(cursor, _NAME, _LIMIT)
-        yield from space(cursor)
-        if name is None or (yield from peek(cursor)) != "{":
+        written = yield from word(cursor, _NAME, _LIMIT)
+        if written is None:
             return None
-        arguments = yield from _value(cursor, 0, bare)
-        if arguments is _INVALID or (bare and not _fits(arguments, self._tools.get(name))):
+        name = self._declared(written.rstrip(":"))
+        if written.endswith(":"):
+            arguments = yield from _positional(cursor, self._tools.get(name))
+        else:
+            arguments = yield from _braced(cursor, bare)
+        if arguments is INVALID or arguments is None or (bare and not _fits(arguments, self._tools.get(name))):
             return None
         end = cursor.offset()
         yield from space(cursor)
@@ -106,13 +110,46 @@ class Gemma4Scanner(TokenBlockScanner):
             end = cursor.offset()
         return [Found(name, arguments, end)]
 
+    def _declared(self, written: str) -> str:
+        """The name, or the declared tool a namespaced one ends with (`google:mcp:srv:create-pdf-file`)."""
+        if written in self._tools or ":" not in written:
+            return written
+        return written.rpartition(":")[2]
+
+
+def _braced(cursor: Cursor, bare: bool) -> Read[Any]:
+    """`{key:value,...}` or `(key: value, ...)` / `(key=value, ...)`."""
+    yield from space(cursor)
+    opening = yield from marker(cursor, "{", "(")
+    if opening is None:
+        return INVALID
+    notation = PARENS if opening == "(" else BRACES
+    return (yield from mapping(cursor, 1, Notation(bare, notation.closer, notation.assign)))
+
+
+def _positional(cursor: Cursor, schema: Any) -> Read[Any]:
+    """`BEGIN_ARG:` value `END_ARG`, repeated, given to the declared tool's properties in their order."""
+    values: list[str] = []
+    while True:
+        yield from space(cursor)
+        if (yield from peek(cursor)) != _BEGIN_ARG[0] or (yield from marker(cursor, _BEGIN_ARG)) is None:
+            break
+        raw = yield from raw_until(cursor, _END_ARG)
+        if raw is INVALID:
+            return INVALID
+        values.append(trim_value(raw))
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not values or not isinstance(properties, Mapping) or len(values) > len(properties):
+        return INVALID
+    return dict(zip(properties, values, strict=False))
+
 
 def _bare_ahead(names: tuple[str, ...]) -> str:
-    """A declared name and `{` after a bare `call:` (never, without a declared tool)."""
+    """A declared name and its arguments after a bare `call:` (never, without a declared tool)."""
     if not names:
         return "(?!)"
     name = either(rf"(?:{'|'.join(map(re.escape, names))})(?![\w.\-])", rf"[\w.\-]{{1,{_LIMIT}}}+\Z")
-    return ahead(name, SPACE, literal("{"))
+    return ahead(name, SPACE, _ARGUMENTS)
 
 
 def _fits(arguments: Any, schema: Any) -> bool:
@@ -121,91 +158,3 @@ def _fits(arguments: Any, schema: Any) -> bool:
         return False
     properties = schema.get("properties")
     return isinstance(properties, Mapping) and isinstance(arguments, dict) and set(arguments) <= set(properties)
-
-
-def _value(cursor: Cursor, depth: int, bare: bool = False) -> Read[Any]:
-    """One value, or _INVALID; `bare`: a value that is not markup is text up to the next separator."""
-    first = yield from peek(cursor)
-    if first == "<" and not bare:
-        return (yield from _string(cursor))
-    if first in ("{", "["):
-        if depth >= _DEPTH_LIMIT:
-            return _INVALID
-        cursor.position += 1
-        return (yield from (_dict(cursor, depth + 1, bare) if first == "{" else _list(cursor, depth + 1, bare)))
-    if bare:
-        text = yield from word(cursor, _BARE, _BARE_LIMIT)
-        value = _CONSTANTS.get(text, _number(text)) if text is not None else _INVALID
-        return text.strip() if value is _INVALID and text is not None and text.strip() else value
-    if first and (first.isdigit() or first == "-"):
-        return _number((yield from word(cursor, _NUMBER_RUN, 64)))
-    constant = yield from word(cursor, _NAME, 8)
-    return _CONSTANTS.get(constant, _INVALID) if constant is not None else _INVALID
-
-
-def _dict(cursor: Cursor, depth: int, bare: bool = False) -> Read[Any]:
-    """`key:value, ...}` after the `{`; a key may be written as a string too."""
-    result: dict[str, Any] = {}
-    while True:
-        yield from space(cursor)
-        if (yield from marker(cursor, "}")) is not None:
-            return result
-        quoted = (yield from peek(cursor)) == "<"
-        key = (yield from _string(cursor)) if quoted else (yield from word(cursor, _KEY, _LIMIT))
-        yield from space(cursor)
-        if not isinstance(key, str) or not key or key in result or (yield from marker(cursor, ":")) is None:
-            return _INVALID
-        yield from space(cursor)
-        value = yield from _value(cursor, depth, bare)
-        if value is _INVALID:
-            return _INVALID
-        result[key] = value
-        yield from space(cursor)
-        separator = yield from marker(cursor, ",", "}")
-        if separator != ",":
-            return result if separator == "}" else _INVALID
-
-
-def _list(cursor: Cursor, depth: int, bare: bool = False) -> Read[Any]:
-    items: list[Any] = []
-    while True:
-        yield from space(cursor)
-        if (yield from marker(cursor, "]")) is not None:
-            return items
-        item = yield from _value(cursor, depth, bare)
-        if item is _INVALID:
-            return _INVALID
-        items.append(item)
-        yield from space(cursor)
-        separator = yield from marker(cursor, ",", "]")
-        if separator != ",":
-            return items if separator == "]" else _INVALID
-
-
-def _string(cursor: Cursor) -> Read[Any]:
-    """`<|"|>text<|"|>`, read as it streams: only a possible beginning of the closing token is held back."""
-    if (yield from marker(cursor, QUOTE)) is None:
-        return _INVALID
-    pieces: list[str] = []
-    while True:
-        index = cursor.text.find(QUOTE, cursor.position)
-        if index >= 0:
-            pieces.append(cursor.text[cursor.position : index])
-            cursor.position = index + len(QUOTE)
-            return "".join(pieces)
-        tail = cursor.text[max(cursor.position, len(cursor.text) - len(QUOTE)) :]
-        stop = len(cursor.text) - partial_suffix(tail, QUOTE)
-        pieces.append(cursor.text[cursor.position : stop])
-        cursor.position = stop
-        if cursor.ended:
-            return _INVALID
-        yield
-
-
-def _number(run: str | None) -> Any:
-    if run is None or not _NUMBER.fullmatch(run):
-        return _INVALID
-    if "." not in run and "e" not in run.lower():
-        return int(run)  # at most 64 digits: no quadratic conversion
-    number = float(run)
-    return number if math.isfinite(number) else _INVALID

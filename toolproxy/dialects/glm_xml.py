@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex, trim_newlines
+from toolproxy.dialects.base import Markup, ToolIndex, trim_value
 from toolproxy.dialects.block import (
     BlockScanner,
     Outcome,
@@ -44,6 +44,8 @@ class GlmXmlDialect:
     name = "glm"
 
     holds_only_markers = True
+
+    markup = Markup((_OPENER,), (_KEY, _VALUE, _END_VALUE), ((_OPENER, _CLOSER),))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (_OPENER,)
@@ -130,6 +132,6 @@ class GlmReader:
         self._value.append(piece)
         if not found:
             return Step(Outcome.MORE, end)
-        self._arguments[self._key] = trim_newlines("".join(self._value))
+        self._arguments[self._key] = trim_value("".join(self._value))
         self._state = _State.ARGUMENTS
         return Step(Outcome.TOKEN, end)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import (
     JSON_START,
     SPACE,
@@ -73,6 +73,8 @@ class HarmonyDialect:
 
     # Its stripped openers are longer than the marker `to=functions.`: it holds back `assis`.
     holds_only_markers = False
+
+    markup = Markup(("to=functions.",), ("<|call|>",))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (START, CHANNEL, RECIPIENT)  # every stripped header holds the recipient

@@ -1,10 +1,20 @@
-"""Invoke-style XML calls: `<function_calls><invoke name="NAME"><parameter name="P">v</parameter></invoke>...`.
+"""The invoke family: a block of calls, each a tag naming the tool, holding one tag per argument.
 
-Cline, Kilo Code and Roo Code carry Anthropic-style calls this way (seed 000): several `<invoke>` per block, or a
-bare `<invoke>` without the wrapper. A namespace prefix is stripped from tag names (`<ns:invoke>`) and from the
-function name (`default_api:read_file`, `antml:tool:read_file`) unless the request declares the prefixed name.
-MiniMax-M2 writes the same grammar inside `<minimax:tool_call>`: dialects that differ only in their wrapper are
-instances of one class. Extra attributes (`<parameter name="p" type="string">`) are allowed and ignored.
+    <function_calls><invoke name="NAME"><parameter name="P">v</parameter></invoke></function_calls>
+
+Cline, Kilo Code and Roo Code carry Anthropic-style calls this way (seed 000), MiniMax-M2 inside
+`<minimax:tool_call>`, DeepSeek V3.2/V4 as DSML (`<｜DSML｜tool_calls>`, `<｜DSML｜invoke name=..>`, V4.1
+`<｜DSML｜ calls>`), MiniMax-M3 inside `<tool_call>` with its namespace token `]<]minimax[>[` before every tag
+and each argument a tag of its own name (`<command>ls</command>`, objects and arrays as nested tags), and Kimi K3
+in XTML, the same tree written with special tokens for brackets (`<|open|>call tool="f"<|sep|>`). They differ
+only in data, so each is one `InvokeXmlDialect`: its wrappers, the token its tags must carry, the tag spelling,
+the tag and attribute names.
+
+What the whole family tolerates: a namespace or special token inside any tag (`<ns:invoke>`, `</|DSML|invoke>`),
+special tokens between tags (MiniMax-M3's, and unknown ones of the same shapes, `tokens.py`), extra attributes,
+a JSON object as the whole body of an invoke (V4.1), and a namespaced tool name (`default_api:read_file`) unless
+the request declares it so. Values are typed by an attribute when the schema does not say string: DSML's
+`string="false"` and K3's `type="number"` hold JSON. Everything else is `schema.py`'s, as for every dialect.
 """
 
 from __future__ import annotations
@@ -13,204 +23,92 @@ import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex, trim_newlines
-from toolproxy.dialects.block import (
-    BlockScanner,
-    Outcome,
-    Step,
-    pad_newlines,
-    read_value,
-    render_value,
-    skip_space,
-)
-
-_PREFIX = r"(?:[A-Za-z_][\w.\-]{0,31}:)?"  # one namespace prefix, as in `<ns:invoke>`
-_TAG_NAME = re.compile(rf"<(/?)({_PREFIX})([A-Za-z_][\w.\-]{{0,63}})")
-_TAG_STOP = re.compile(r"[\"'<>]")
-_ATTRIBUTE = re.compile(r"""\s+([\w.:\-]{1,64})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
-_TAG_TAIL = re.compile(r"\s*\Z")
-_MAX_TAG = 1024  # longest tag, attributes included; a longer one is not markup of ours
+from toolproxy.dialects.base import Markup, ToolIndex
+from toolproxy.dialects.block import BlockScanner, pad_newlines, render_value
+from toolproxy.dialects.cursor import literal
+from toolproxy.dialects.invoke_reader import InvokeReader
+from toolproxy.dialects.invoke_tags import ANGLE, MAX_TAG, PREFIX, TagSyntax, token_prefix
+from toolproxy.dialects.tokens import TOKEN
 
 
 @dataclass(frozen=True, slots=True)
 class InvokeXmlDialect:
     name: str
-    wrapper: str  # the wrapper's tag name, e.g. `function_calls`; a prefixed `ns:function_calls` counts too
-    bare: bool  # whether an `<invoke>` without the wrapper is a call
+    wrappers: tuple[str, ...]  # tag names of the block around the calls; a prefixed `ns:function_calls` counts too
+    bare: bool  # whether an invoke without a wrapper is a call
+    token: str = ""  # a word every tag's special-token prefix must hold (`DSML`); "" for any prefix or none
+    syntax: TagSyntax = ANGLE
+    invoke: str = "invoke"  # the call's tag, and its attribute that names the tool
+    tool_attribute: str = "name"
+    parameter: str = "parameter"  # an argument's tag, and its attribute that names the key (else the tag's name)
+    key_attribute: str = "name"
+    openers: tuple[str, ...] = ()  # literals only its calls begin with, when not `<wrapper>`
 
     # It holds back any unfinished tag (`<di` may yet be `<di:invoke`), not only the start of a marker.
     holds_only_markers = False
 
+    @property
+    def prefix(self) -> str:
+        return token_prefix(self.token) if self.token else PREFIX
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
-        # The reader opens on a tag whose name is the wrapper (prefix and all) or, when bare, `invoke`.
-        return (self.wrapper, "invoke") if self.bare else (self.wrapper,)
+        # Every call holds the token, or, as a tag name, a wrapper (prefix and all) or the invoke.
+        if self.token:
+            return (self.token,)
+        if self.syntax != ANGLE:
+            return (self.syntax.open,)
+        return (*self.wrappers, self.invoke) if self.bare else self.wrappers
+
+    @property
+    def markup(self) -> Markup:
+        syntax = self.syntax
+        openers = self.openers or (*(f"{syntax.open}{wrapper}{syntax.end}" for wrapper in self.wrappers),
+                                   *((f"{syntax.open}{self.invoke} ",) if self.bare else ()))
+        closers = (*(f"{syntax.close}{wrapper}{syntax.end}" for wrapper in self.wrappers),
+                   f"{syntax.close}{self.invoke}{syntax.end}", f"{syntax.close}{self.parameter}{syntax.end}")
+        wrappers = () if self.openers else tuple((f"{syntax.open}{wrapper}{syntax.end}",
+                                                  f"{syntax.close}{wrapper}{syntax.end}") for wrapper in self.wrappers)
+        return Markup(openers, closers if not self.openers else (), wrappers)
 
     def scanner(self, tools: ToolIndex) -> BlockScanner:
-        return BlockScanner(self.name, _hint(self.wrapper, self.bare), _MAX_TAG, lambda: InvokeReader(self, tools))
+        return BlockScanner(self.name, hint(self), MAX_TAG, lambda: InvokeReader(self, tools))
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """One call inside this dialect's wrapper, as Cline's prompt and MiniMax-M2's chat template write it."""
-        parameters = "".join(f'<parameter name="{key}">{pad_newlines(render_value(value))}</parameter>\n'
+        """One call inside this dialect's first wrapper, as Cline's prompt and MiniMax-M2's chat template write
+        it (with this dialect's tag spelling and names)."""
+        o, c, e = self.syntax.open, self.syntax.close, self.syntax.end
+        token = f"｜{self.token}｜" if self.token else ""
+        parameters = "".join(f'{o}{token}{self.parameter} {self.key_attribute}="{key}"{e}'
+                             f"{pad_newlines(render_value(value))}{c}{token}{self.parameter}{e}\n"
                              for key, value in arguments.items())
-        return f'<{self.wrapper}>\n<invoke name="{name}">\n{parameters}</invoke>\n</{self.wrapper}>'
+        wrapper = self.wrappers[0]
+        return (f'{o}{token}{wrapper}{e}\n{o}{token}{self.invoke} {self.tool_attribute}="{name}"{e}\n{parameters}'
+                f"{c}{token}{self.invoke}{e}\n{c}{token}{wrapper}{e}")
 
 
-@dataclass(frozen=True, slots=True)
-class Tag:
-    closing: bool
-    qualified: str  # as written, prefix included
-    local: str  # without the prefix
-    attributes: dict[str, str]
-    end: int
-
-
-class _State(Enum):
-    OPENING = auto()
-    WRAPPED = auto()  # after the wrapper's opening tag: an invoke must follow
-    BODY = auto()  # inside an invoke: parameters or its end
-    VALUE = auto()
-    AFTER = auto()  # after an invoke inside the wrapper: another invoke or the wrapper's end
+# Special tokens and white space that may stand between tags (MiniMax-M3 writes one before every tag).
+_GAP = rf"(?:\s|{TOKEN})"
 
 
 @functools.cache
-def _hint(wrapper: str, bare: bool) -> re.Pattern[str]:
+def hint(dialect: InvokeXmlDialect) -> re.Pattern[str]:
     """Where a block may open. An opener is skipped in C, by the regex, only when the text already shows the
     reader refusing it at a complete tag: a wrapper whose first tag (or the one after its first invoke) is another
     opener, or such an invoke, or a wrapper followed by something other than a tag. Floods of openers cost no
     Python step each; anything less certain is left to the reader, so streaming and one-shot parsing still agree."""
-    opener = rf"\s*<{_PREFIX}(?:{re.escape(wrapper)}|invoke)[\s>]"
-    invoke = r'\s+name="[^"<>]{0,64}"\s*>'
-    another_wrapper = rf"\s*<{_PREFIX}{re.escape(wrapper)}[\s>]"
-    # A wrapper followed by anything but a tag (OLMo 3's Python calls in `<function_calls>`) is refused here too.
-    wrapper_rule = (rf"{re.escape(wrapper)}(?!>(?:{another_wrapper}|\s*<{_PREFIX}invoke{invoke}{opener}))"
-                    r"(?!>\s*+[^\s<])")
-    rules = [wrapper_rule, rf"invoke(?!{invoke}{opener})"] if bare else [wrapper_rule]
-    return re.compile(rf"<{_PREFIX}(?:{'|'.join(rules)})")
-
-
-class InvokeReader:
-    def __init__(self, dialect: InvokeXmlDialect, tools: ToolIndex) -> None:
-        self._dialect = dialect
-        self._tools = tools
-        self._state = _State.OPENING
-        self._wrapper = ""  # the wrapper's name as written; empty for a bare invoke
-        self._invoke = ""  # the open invoke's name as written
-        self._calls: list[tuple[str, dict[str, str]]] = []
-        self._parameter = ""
-        self._closer = ""  # the open parameter's closing tag
-        self._value: list[str] = []
-
-    def calls(self) -> list[tuple[str, Any]]:
-        return [(name, dict(arguments)) for name, arguments in self._calls]
-
-    def is_whole(self) -> bool:
-        return self._state is _State.AFTER
-
-    def step(self, text: str, position: int) -> Step:
-        if self._state is _State.VALUE:
-            return self._read_value(text, position)
-        start = position if self._state is _State.OPENING else skip_space(text, position)
-        if start == len(text) and self._state is not _State.OPENING:
-            return Step(Outcome.MORE, start)
-        tag = read_tag(text, start)
-        if isinstance(tag, Outcome):
-            if self._state is _State.AFTER and tag is Outcome.BAD:
-                return Step(Outcome.DONE, start)  # see `_after`
-            return Step(tag, start)
-        if self._state is _State.OPENING:
-            return self._open(tag, start)
-        if self._state is _State.WRAPPED:
-            return self._invoke_tag(tag, start)
-        if self._state is _State.BODY:
-            return self._in_body(tag, start)
-        return self._after(tag, start)
-
-    def _open(self, tag: Tag, start: int) -> Step:
-        if not tag.closing and self._dialect.wrapper in (tag.qualified, tag.local):
-            self._state, self._wrapper = _State.WRAPPED, tag.qualified
-            return Step(Outcome.TOKEN, tag.end)
-        return self._invoke_tag(tag, start) if self._dialect.bare else Step(Outcome.BAD, start)
-
-    def _invoke_tag(self, tag: Tag, start: int) -> Step:
-        name = tag.attributes.get("name", "").strip()
-        if name not in self._tools and ":" in name:
-            name = name.rpartition(":")[2]  # `default_api:read_file`, `antml:tool:read_file`
-        if tag.closing or tag.local != "invoke" or not name:
-            return Step(Outcome.BAD, start)
-        self._calls.append((name, {}))
-        self._state, self._invoke = _State.BODY, tag.qualified
-        return Step(Outcome.TOKEN, tag.end)
-
-    def _in_body(self, tag: Tag, start: int) -> Step:
-        if tag.closing and tag.qualified == self._invoke:
-            self._state = _State.AFTER
-            return Step(Outcome.CALL if self._wrapper else Outcome.DONE, tag.end)
-        name = tag.attributes.get("name", "").strip()
-        if tag.closing or tag.local != "parameter" or not name:
-            return Step(Outcome.BAD, start)
-        self._state, self._parameter, self._closer, self._value = _State.VALUE, name, f"</{tag.qualified}>", []
-        return Step(Outcome.TOKEN, tag.end)
-
-    def _read_value(self, text: str, position: int) -> Step:
-        # Only the parameter's own closing tag ends a value: `</invoke>` inside code stays in it.
-        piece, end, found = read_value(text, position, self._closer)
-        self._value.append(piece)
-        if not found:
-            return Step(Outcome.MORE, end)
-        self._calls[-1][1][self._parameter] = trim_newlines("".join(self._value))
-        self._state = _State.BODY
-        return Step(Outcome.TOKEN, end)
-
-    def _after(self, tag: Tag, start: int) -> Step:
-        if tag.closing and tag.qualified == self._wrapper:
-            return Step(Outcome.DONE, tag.end)
-        step = self._invoke_tag(tag, start)
-        # Anything else after a whole invoke: the wrapper's end was dropped (a stop string), the calls stand.
-        return step if step.outcome is not Outcome.BAD else Step(Outcome.DONE, start)
-
-
-def read_tag(text: str, position: int) -> Tag | Outcome:
-    """The tag at `position`, with its attributes; a `>` inside a quoted attribute value does not end it."""
-    head = _TAG_NAME.match(text, position)
-    if head is None:
-        rest = text[position : position + 2]
-        return Outcome.MORE if rest in ("<", "</") and position + len(rest) == len(text) else Outcome.BAD
-    end = _tag_end(text, head.end(), position + _MAX_TAG)
-    if isinstance(end, Outcome):
-        return end
-    attributes = _attributes(text[head.end() : end - 1])
-    if attributes is None:
-        return Outcome.BAD
-    closing, prefix, local = head.groups()
-    return Tag(bool(closing), prefix + local, local, attributes, end)
-
-
-def _tag_end(text: str, position: int, limit: int) -> int | Outcome:
-    """Index just past the `>` that ends the tag whose name ends at `position`."""
-    while (stop := _TAG_STOP.search(text, position, limit)) is not None:
-        if stop.group() == ">":
-            return stop.end()
-        if stop.group() == "<":
-            return Outcome.BAD
-        quote = text.find(stop.group(), stop.end(), limit)
-        if quote < 0:
-            break
-        position = quote + 1
-    return Outcome.MORE if len(text) < limit else Outcome.BAD
-
-
-def _attributes(inside: str) -> dict[str, str] | None:
-    """`name="x" type='y'` as a dict; None when anything else is there (`/>` included: no empty tags here)."""
-    attributes: dict[str, str] = {}
-    position = 0
-    while not _TAG_TAIL.match(inside, position):
-        found = _ATTRIBUTE.match(inside, position)
-        if found is None:
-            return None
-        key, *values = found.groups()
-        attributes[key] = next(value for value in values if value is not None)
-        position = found.end()
-    return attributes
+    o, e, prefix = re.escape(dialect.syntax.open), re.escape(dialect.syntax.end), dialect.prefix
+    wrappers = "|".join(re.escape(wrapper) for wrapper in sorted(dialect.wrappers, key=len, reverse=True))
+    invoke = re.escape(dialect.invoke)
+    names = f"(?:{wrappers}|{invoke})" if dialect.bare else f"(?:{wrappers})"
+    after_name = rf"(?=\s|{literal(dialect.syntax.end)}|\Z)"
+    opener = rf"\s*{o}[ \t]{{0,4}}{prefix}{names}(?:\s|{e})"
+    head = rf'\s+{re.escape(dialect.tool_attribute)}="[^"<>]{{0,64}}"[^<>]{{0,64}}?{e}'
+    another_wrapper = rf"\s*{o}[ \t]{{0,4}}{prefix}(?:{wrappers})(?:\s|{e})"
+    # A wrapper followed by text that is neither a tag nor a token (OLMo 3's Python calls in `<function_calls>`)
+    # is refused here too, and so is one whose first tag is another wrapper, or an invoke and then an opener.
+    wrapper_rule = (rf"(?:{wrappers}){after_name}(?!{e}(?:{another_wrapper}|\s*{o}[ \t]{{0,4}}{prefix}{invoke}{head}"
+                    rf"{opener}))(?!{e}\s*+[^\s<\]])")
+    rules = [wrapper_rule, rf"{invoke}{after_name}(?!{head}{opener})"] if dialect.bare else [wrapper_rule]
+    return re.compile(rf"{o}[ \t]{{0,4}}{prefix}(?:{'|'.join(rules)})")

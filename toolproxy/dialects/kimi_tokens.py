@@ -5,6 +5,10 @@ The format vLLM's `kimi_k2` parser reads, with the singular `<|tool_call_section
 checkpoints write, and a lone `<|tool_call_begin|>...<|tool_call_end|>` when the section markers are missing.
 The call id is `functions.NAME:INDEX`; the arguments are JSON, whose end a bracket tracker finds, so a marker
 inside a string argument never ends a call. They go out raw: `extraction.py` decodes and judges them.
+
+K2.5 to K2.7 also write the arguments after the id without their token, in a ```json fence, or as a Python-style
+call, `functions.NAME:0({...})`, and the whole call as one JSON object right after `<|tool_call_begin|>`
+(`{"name": ..., "arguments": ...}`, NousResearch/hermes-agent#29735).
 """
 
 from __future__ import annotations
@@ -15,18 +19,21 @@ from collections.abc import Mapping
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import JsonSpan, ToolIndex
+from toolproxy.dialects.base import JsonSpan, Markup, ToolIndex, call_from_json, decode_json, is_decoded
 from toolproxy.dialects.block import BlockScanner, Outcome, Step, match_word, read_word, skip_space
-from toolproxy.dialects.cursor import SPACE, ahead, literal, run
+from toolproxy.dialects.cursor import SPACE, ahead, either, literal, run
 
 _SECTION_BEGIN = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _SECTION_END = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
 _CALL_BEGIN, _CALL_END = "<|tool_call_begin|>", "<|tool_call_end|>"
 _ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
-_ID = re.compile(r"[^\s<>{}]{1,256}")
-# An opener counts only when a whole call can follow: id, argument marker, JSON object. Other `<|tool_call...`
-# tokens (Granite's `<|tool_call|>`) and floods of section markers are skipped in C.
-_CALL_AHEAD = ahead(SPACE, run(r"[^\s<>{}]", 256), SPACE, literal(_ARGUMENT_BEGIN), SPACE, literal("{"))
+_ID = re.compile(r"[^\s<>{}()`]{1,256}")
+_FENCE, _FENCE_JSON, _OPEN_PAREN, _CLOSE_PAREN = "```", "```json", "(", ")"
+# Between the id and the JSON: the argument token, a fence, or a parenthesis; nothing is as good as these.
+_BEFORE_JSON = (_ARGUMENT_BEGIN, _FENCE_JSON, _FENCE, _OPEN_PAREN)
+# An opener counts only when a whole call can follow: an id and what leads to a JSON object, or the object itself.
+# Other `<|tool_call...` tokens (Granite's `<|tool_call|>`) and floods of section markers are skipped in C.
+_CALL_AHEAD = either(ahead(SPACE, run(r"[^\s<>{}()`]", 256), SPACE, literal(*_BEFORE_JSON)), ahead(SPACE, literal("{")))
 _HINT = re.compile(rf"<\|tool_call(?:s?_section_begin\|>(?={ahead(SPACE, literal(_CALL_BEGIN), _CALL_AHEAD)})"
                    rf"|_begin\|>(?={_CALL_AHEAD}))")
 
@@ -35,6 +42,9 @@ class KimiDialect:
     name = "kimi_k2"
 
     holds_only_markers = True
+
+    markup = Markup((*_SECTION_BEGIN, _CALL_BEGIN), (_ARGUMENT_BEGIN, _CALL_END, *_SECTION_END),
+                    tuple(zip(_SECTION_BEGIN, _SECTION_END, strict=True)))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (*_SECTION_BEGIN, _CALL_BEGIN)
@@ -54,7 +64,9 @@ class _State(Enum):
     SECTION = auto()  # after the section's begin: a call, or the section's end
     ID = auto()
     ARGUMENT_BEGIN = auto()
+    FENCE_LANGUAGE = auto()  # after a fence: `json`, or the JSON itself
     JSON = auto()
+    JSON_CLOSER = auto()  # the fence or parenthesis the arguments opened with
     CALL_END = auto()
     AFTER = auto()  # after a call inside the section: another call or the section's end
 
@@ -66,6 +78,8 @@ class KimiReader:
         self._calls: list[tuple[str, str]] = []
         self._span: JsonSpan | None = None
         self._json: list[str] = []
+        self._closer = ""  # what must follow the arguments: a fence's end or `)`
+        self._whole_object = False  # the call is one JSON object, name and arguments
 
     def calls(self) -> list[tuple[str, Any]]:
         return list(self._calls)
@@ -83,6 +97,13 @@ class KimiReader:
             return Step(Outcome.MORE, start)
         if self._state is _State.ID:
             return self._read_id(text, start)
+        if self._state is _State.FENCE_LANGUAGE:
+            word = match_word(text, start, ("json",))
+            if word is Outcome.MORE:
+                return Step(word, start)
+            self._state = _State.JSON
+            if word == 0:
+                return Step(Outcome.TOKEN, start + len("json"))
         if self._state is _State.JSON:
             if text[start] != "{":
                 return Step(Outcome.BAD, start)
@@ -90,15 +111,25 @@ class KimiReader:
             return self._read_json(text, start)
         if self._state is _State.SECTION or self._state is _State.AFTER:
             return self._between_calls(text, start)
-        expected = _ARGUMENT_BEGIN if self._state is _State.ARGUMENT_BEGIN else _CALL_END
+        if self._state is _State.ARGUMENT_BEGIN:
+            return self._before_json(text, start)
+        expected = self._closer if self._state is _State.JSON_CLOSER else _CALL_END
         word = match_word(text, start, (expected,))
         if isinstance(word, Outcome):
             return Step(word, start)
-        if self._state is _State.ARGUMENT_BEGIN:
-            self._state = _State.JSON
+        if self._state is _State.JSON_CLOSER:
+            self._state = _State.CALL_END
             return Step(Outcome.TOKEN, start + len(expected))
         self._state = _State.AFTER
         return Step(Outcome.CALL if self._in_section else Outcome.DONE, start + len(expected))
+
+    def _before_json(self, text: str, start: int) -> Step:
+        word = match_word(text, start, (_ARGUMENT_BEGIN, _FENCE, _OPEN_PAREN))
+        if isinstance(word, Outcome):
+            return Step(word, start)
+        self._closer = ("", _FENCE, _CLOSE_PAREN)[word]
+        self._state = _State.FENCE_LANGUAGE if word == 1 else _State.JSON
+        return Step(Outcome.TOKEN, start + len((_ARGUMENT_BEGIN, _FENCE, _OPEN_PAREN)[word]))
 
     def _open(self, text: str, position: int) -> Step:
         word = match_word(text, position, (*_SECTION_BEGIN, _CALL_BEGIN))
@@ -121,6 +152,11 @@ class KimiReader:
         return Step(Outcome.DONE, start)
 
     def _read_id(self, text: str, start: int) -> Step:
+        if text[start] == "{":  # the whole call as one JSON object
+            self._calls.append(("", ""))
+            self._whole_object, self._state = True, _State.JSON
+            self._span, self._json = JsonSpan(), []
+            return self._read_json(text, start)
         word = read_word(text, start, _ID)
         if isinstance(word, Outcome):
             return Step(word, start)
@@ -139,8 +175,26 @@ class KimiReader:
         if end is None:
             return Step(Outcome.MORE, stop)
         self._calls[-1] = (self._calls[-1][0], "".join(self._json))
-        self._span, self._state = None, _State.CALL_END
+        if self._whole_object:
+            shape = _whole_call(self._calls[-1][1], self._span.value)
+            if shape is None:
+                return Step(Outcome.BAD, position)
+            self._calls[-1], self._whole_object = shape, False
+        self._span = None
+        self._state = _State.JSON_CLOSER if self._closer else _State.CALL_END
         return Step(Outcome.TOKEN, stop)
+
+
+def _whole_call(text: str, decoded: Any) -> tuple[str, str] | None:
+    """(name, arguments as JSON text) of a call written as one object; None when it is not one."""
+    try:
+        shape = call_from_json(decoded if is_decoded(decoded) else decode_json(text))
+    except ValueError:
+        return None
+    if shape is None:
+        return None
+    name, arguments = shape
+    return name, arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})
 
 
 def _name_of(call_id: str) -> str:

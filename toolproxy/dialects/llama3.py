@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import (
     OBJECT_LIST,
     SPACE,
@@ -39,6 +39,8 @@ class Llama3Dialect:
     name = "llama3"
 
     holds_only_markers = True
+
+    markup = Markup(("<|python_tag|>",))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER,)

@@ -17,6 +17,7 @@ from typing import Any
 from toolproxy.dialects.base import (
     Call,
     JsonSpan,
+    Markup,
     Segment,
     Text,
     ToolIndex,
@@ -37,6 +38,10 @@ class MarkedJsonDialect:
     named: bool = False  # each call is `{"NAME": {arguments}}`, as Apertus writes them
 
     holds_only_markers = True
+
+    @property
+    def markup(self) -> Markup:
+        return Markup((self.opener,), (self.closer,), ((self.opener, self.closer),))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)

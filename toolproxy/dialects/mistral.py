@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import (
     OBJECT_LIST,
     SPACE,
@@ -49,6 +49,8 @@ class MistralDialect:
     name = "mistral"
 
     holds_only_markers = True
+
+    markup = Markup(("[TOOL_CALLS]",), ("[ARGS]",))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (OPENER,)

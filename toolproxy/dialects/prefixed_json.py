@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import OBJECT_LIST, SPACE, ahead, json_value, literal, object_list, space
 from toolproxy.dialects.token_block import Script, TokenBlockScanner, calls_in
 
@@ -25,6 +25,11 @@ class PrefixedJsonDialect:
     single: bool = False  # one call object per marker instead of a list of calls
 
     holds_only_markers = True
+
+    @property
+    def markup(self) -> Markup:
+        # A word (Phi-4-mini's `functools`) is no marker: prose writes it too.
+        return Markup(() if self.opener.isalnum() else (self.opener,))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import (
     SPACE,
     SPACE_REACH,
@@ -46,6 +46,8 @@ class PythonicDialect:
     name = "pythonic"
 
     holds_only_markers = True
+
+    markup = Markup()
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return ("[",)

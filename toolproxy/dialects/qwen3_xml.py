@@ -2,7 +2,7 @@
 
 The format vLLM's `qwen3_coder` parser and llama.cpp read. Several functions may follow each other, inside one
 wrapper or in several, and the `<tool_call>` wrapper is sometimes left out: a bare `<function=NAME>` block counts
-too. Values are raw text, one line break trimmed at each end; `schema.py` types them later, as for every dialect.
+too. Values are raw text without their layout (`base.trim_value`); `schema.py` types them later, as for every dialect.
 Seed-OSS writes the same calls inside `<seed:tool_call>`: an instance with that wrapper, which it requires.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex, trim_newlines
+from toolproxy.dialects.base import Markup, ToolIndex, trim_value
 from toolproxy.dialects.block import (
     BlockScanner,
     Outcome,
@@ -33,6 +33,8 @@ _FUNCTION, _END_FUNCTION = "<function=", "</function>"
 _PARAMETER, _END_PARAMETER = "<parameter=", "</parameter>"
 _NAME_TEXT = re.compile(r"[^<>\n]{0,128}")  # what lies between `=` and `>`; a line break means it is prose
 _NAME = re.compile(r"[^\s<>\"'=]{1,128}")
+# A closing tag (group 1 set when whole); `</name` cut off by the end of the text so far may still become one.
+_STRAY_CLOSER = re.compile(r"</[A-Za-z_][\w.\-]{0,63}(>)?")
 # An opener counts only when the reader can go on after it: `<tool_call>` needs a function, a function needs its
 # `>` and then a parameter or its end. Hermes' `<tool_call>{` and GLM's `<tool_call>name` are skipped in C.
 _TAG_END = ahead(r"[^\S\n]{0,128}+", r"[^<>\s]", r"[^<>\n]{0,128}+", literal(">"))  # a name that is not blank
@@ -52,6 +54,12 @@ class Qwen3XmlDialect:
     bare: bool = True  # whether a `<function=...>` block without the wrapper counts
 
     holds_only_markers = True
+
+    @property
+    def markup(self) -> Markup:
+        end_wrapper = f"</{self.wrapper[1:]}"
+        return Markup((self.wrapper, _FUNCTION) if self.bare else (self.wrapper,),
+                      (end_wrapper, _END_FUNCTION, _PARAMETER, _END_PARAMETER), ((self.wrapper, end_wrapper),))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.wrapper, _FUNCTION) if self.bare else (self.wrapper,)
@@ -147,7 +155,7 @@ class Qwen3Reader:
         self._value.append(piece)
         if not found:
             return Step(Outcome.MORE, end)
-        self._calls[-1][1][self._parameter] = trim_newlines("".join(self._value))
+        self._calls[-1][1][self._parameter] = trim_value("".join(self._value))
         self._state = _State.BODY
         return Step(Outcome.TOKEN, end)
 
@@ -161,5 +169,11 @@ class Qwen3Reader:
                 return step
         elif word is Outcome.MORE:
             return Step(Outcome.MORE, start)
+        elif self._wrapped and (stray := _STRAY_CLOSER.match(text, start)) is not None:
+            # Qwen3.6 drifts into closers nothing opened (`</function>` twice, `</function_invocation>`) before
+            # its wrapper's end (QwenLM/Qwen3.8#178): inside the wrapper they are markup of the call.
+            if stray.group(1) is None:
+                return Step(Outcome.MORE if stray.end() == len(text) else Outcome.DONE, start)
+            return Step(Outcome.TOKEN, stray.end())
         # Anything else after a whole function: `</tool_call>` was dropped (a stop string), the calls stand.
         return Step(Outcome.DONE, start)

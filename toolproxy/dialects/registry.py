@@ -6,9 +6,17 @@ dialects), then JSON between markers, tag-per-tool XML (only declared tool names
 Dialects that share a marker tell their blocks apart by what follows it (each opener's lookahead): Qwen3-Coder's
 `<function=NAME>` needs `<parameter=`, Functionary's `{`; `<function_calls>` holds `<invoke>` for Cline and
 Python calls for OLMo 3.
+
+A family's members differ only in data (a wrapper, a token spelling, tag and attribute names), so a new wrapper is
+one line here. The literals every room that looks for call markup without parsing it uses (`CALL_MARKERS` for the
+leftover check, `WRAPPERS` for recovery, `CLOSERS` for defusing prompts) are gathered from the dialects' own
+`markup` declarations below, never listed again elsewhere.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeVar
 
 from toolproxy.dialects.bare_json import BareJsonDialect
 from toolproxy.dialects.base import Dialect
@@ -18,6 +26,8 @@ from toolproxy.dialects.functionary import FunctionaryV3Dialect, FunctionaryV31D
 from toolproxy.dialects.gemma4 import Gemma4Dialect
 from toolproxy.dialects.glm_xml import GlmXmlDialect
 from toolproxy.dialects.harmony import HarmonyDialect
+from toolproxy.dialects.inkling import InklingDialect
+from toolproxy.dialects.invoke_tags import XTML
 from toolproxy.dialects.invoke_xml import InvokeXmlDialect
 from toolproxy.dialects.kimi_tokens import KimiDialect
 from toolproxy.dialects.llama3 import Llama3Dialect
@@ -29,8 +39,13 @@ from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
 from toolproxy.dialects.tag_xml import TagXmlDialect
 from toolproxy.dialects.wrapped_calls import WrappedCallsDialect
 
+T = TypeVar("T")
+
 DIALECTS: dict[str, Dialect] = {
     "deepseek": DeepSeekDialect(),
+    # DeepSeek V3.2/V4 DSML: the invoke family behind `<｜DSML｜` (full-width, ASCII or double bars; V4.1 spaced).
+    "dsml": InvokeXmlDialect("dsml", ("tool_calls", "function_calls", "calls", "tool_use"), bare=True, token="DSML",
+                             openers=("<｜DSML｜", "<|DSML|", "<‖DSML‖", "<｜｜DSML")),
     "harmony": HarmonyDialect(),
     "mistral": MistralDialect(),
     "llama3": Llama3Dialect(),
@@ -38,6 +53,7 @@ DIALECTS: dict[str, Dialect] = {
     "granite": PrefixedJsonDialect("granite", "<|tool_call|>"),
     "internlm": MarkedJsonDialect("internlm", "<|action_start|><|plugin|>", "<|action_end|>"),
     "gemma4": Gemma4Dialect(),
+    "inkling": InklingDialect(),
     "lfm2": WrappedCallsDialect("lfm2", "<|tool_call_start|>", "<|tool_call_end|>"),
     "llama4": WrappedCallsDialect("llama4", "<|python_start|>", "<|python_end|>"),
     "apertus": MarkedJsonDialect("apertus", "<|tools_prefix|>", "<|tools_suffix|>", named=True),
@@ -45,15 +61,19 @@ DIALECTS: dict[str, Dialect] = {
     "phi4_mini": PrefixedJsonDialect("phi4_mini", "functools"),
     "granite_fc": PrefixedJsonDialect("granite_fc", "<function_call>", single=True),
     "kimi_k2": KimiDialect(),
-    # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper.
-    "minimax": InvokeXmlDialect("minimax", "minimax:tool_call", bare=False),
+    # Kimi K3's XTML: the invoke family with special tokens for brackets, `call`/`tool` and `argument`/`key`.
+    "kimi_k3": InvokeXmlDialect("kimi_k3", ("tools",), bare=True, syntax=XTML, invoke="call",
+                                tool_attribute="tool", parameter="argument", key_attribute="key"),
+    # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper. MiniMax-M3
+    # writes `<tool_call>` (its namespace token before every tag, arguments as tags of their own names).
+    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False),
     # Before qwen3_coder, which would take the bare <function=...> inside and leave the wrapper.
     "seed_oss": Qwen3XmlDialect("seed_oss", "<seed:tool_call>", bare=False),
     "qwen3_coder": Qwen3XmlDialect(),
     "functionary_v31": FunctionaryV31Dialect(),
     "glm": GlmXmlDialect(),
     "olmo3": WrappedCallsDialect("olmo3", "<function_calls>", "</function_calls>", lines=True),
-    "invoke_xml": InvokeXmlDialect("invoke_xml", "function_calls", bare=True),
+    "invoke_xml": InvokeXmlDialect("invoke_xml", ("function_calls",), bare=True),
     "nemotron": MarkedJsonDialect("nemotron", "<TOOLCALL>", "</TOOLCALL>"),
     "nemotron_mini": MarkedJsonDialect("nemotron_mini", "<toolcall>", "</toolcall>"),
     "apriel": MarkedJsonDialect("apriel", "<tool_calls>", "</tool_calls>"),
@@ -68,3 +88,13 @@ DIALECTS: dict[str, Dialect] = {
 }
 DIALECT_NAMES = tuple(DIALECTS)
 AUTO_ORDER = DIALECT_NAMES
+
+
+def _gathered(items: Iterable[T]) -> tuple[T, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+CALL_MARKERS: tuple[str, ...] = _gathered(marker for dialect in DIALECTS.values() for marker in dialect.markup.openers)
+CLOSERS: tuple[str, ...] = _gathered(marker for dialect in DIALECTS.values() for marker in dialect.markup.closers)
+WRAPPERS: tuple[tuple[str, str], ...] = _gathered(
+    pair for dialect in DIALECTS.values() for pair in dialect.markup.wrappers)

@@ -12,7 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, partial_suffix, trim_newlines
+from toolproxy.dialects.base import Call, Markup, Segment, Text, ToolIndex, partial_suffix, trim_value
+from toolproxy.dialects.block import pad_newlines
 
 _TAG = re.compile(r"<([A-Za-z_][\w.\-]{0,63})>")
 _PARTIAL_TAG = re.compile(r"<[A-Za-z_][\w.\-]{0,63}\Z|<\Z")
@@ -24,6 +25,9 @@ class TagXmlDialect:
 
     # It holds back `<na` only where `na` may be a tag name, not every start of `<NAME>`.
     holds_only_markers = False
+
+    # Its markers are the request's tool names, which `extraction.py` looks for itself.
+    markup = Markup()
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         # Every name, even one no tag can carry: the scanner holds back `<na` for any of them.
@@ -114,7 +118,7 @@ def _render_value(value: Any) -> str:
     if isinstance(value, dict):
         return "\n" + render_elements(value)
     if isinstance(value, str):
-        return value
+        return pad_newlines(value)
     return json.dumps(value)
 
 
@@ -132,9 +136,20 @@ def parse_elements(body: str, schema: Mapping[str, Any]) -> dict[str, Any] | Non
         end = _matching_close(body, name, tag.end())
         if end < 0:
             return None
-        values[name] = _value(body[tag.end() : end], properties.get(name, {}))
+        value = element_value(body[tag.end() : end], properties.get(name, {}))
+        # A tag written again is a list (MiniMax-M3 repeats a key for each item): nothing is overwritten.
+        if name not in values:
+            values[name] = value
+        elif isinstance(values[name], _Repeated):
+            values[name].append(value)
+        else:
+            values[name] = _Repeated([values[name], value])
         position = end + len(name) + 3
-    return values
+    return {key: list(value) if isinstance(value, _Repeated) else value for key, value in values.items()}
+
+
+class _Repeated(list[Any]):
+    """The values of a tag written more than once (told apart from a value that is a list itself)."""
 
 
 def _matching_close(body: str, name: str, position: int) -> int:
@@ -157,7 +172,9 @@ def _matching_close(body: str, name: str, position: int) -> int:
     return -1
 
 
-def _value(raw: str, schema: Any) -> Any:
+def element_value(raw: str, schema: Any) -> Any:
+    """The value between an element's tags: `<item>`s where the schema says array, nested elements where it says
+    object, else the text without its layout."""
     types = _types(schema)
     inner = raw.strip()
     if not inner and types & {"array", "object"} and "string" not in types:
@@ -170,7 +187,7 @@ def _value(raw: str, schema: Any) -> Any:
         nested = parse_elements(inner, schema)
         if nested is not None:
             return nested
-    return trim_newlines(raw)
+    return trim_value(raw)
 
 
 def _items(body: str, schema: Any) -> list[Any] | None:
@@ -182,7 +199,7 @@ def _items(body: str, schema: Any) -> list[Any] | None:
         end = body.find("</item>", found.start())
         if end < 0:
             return None
-        items.append(_value(body[found.start() + 6 : end], schema))
+        items.append(element_value(body[found.start() + 6 : end], schema))
         position = end + 7
     return items
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.cursor import (
     SPACE,
     Cursor,
@@ -49,6 +49,10 @@ class WrappedCallsDialect:
     lines: bool = False  # OLMo 3: bare Python calls, one per line, instead of a list
 
     holds_only_markers = True
+
+    @property
+    def markup(self) -> Markup:
+        return Markup((self.opener,), (self.closer,), ((self.opener, self.closer),))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)

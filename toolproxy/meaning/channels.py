@@ -20,7 +20,11 @@ from toolproxy.dialects.markers import markers_in
 
 CHANNEL, START = "<|channel|>", "<|start|>"
 TO_ALL = ">>>all\n"
-_TOKENS = (CHANNEL, TO_ALL)
+# Kimi K3 answers in an XTML `response` channel and closes the message with a run of its own; with the channel's
+# opener in the prompt (the generation prefix), a reply holds only its closer. The markers are markup, the text
+# between them content; its `tools` channel is the kimi_k3 dialect's, its `think` channel reasoning.MARKERS'.
+XTML_MARKUP = ("<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>")
+_TOKENS = (CHANNEL, TO_ALL, *XTML_MARKUP)
 _KINDS = ("analysis", "final", "commentary")
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
@@ -43,6 +47,8 @@ def split_channels(text: str) -> Channels:
     """The reply's answer, reasoning and markup pieces; the answer joined is the text itself when no channels."""
     # Both tokens looked for in one pass (two `in` over a 256 KB reply cost 150 us, their letters being common).
     present = markers_in(text, _TOKENS)
+    if not present.isdisjoint(XTML_MARKUP):
+        return _split_markup(text, XTML_MARKUP)
     if CHANNEL in present:
         return _split_tokens(text)
     if TO_ALL in present:
@@ -52,6 +58,23 @@ def split_channels(text: str) -> Channels:
     if opening is not None and _STRIPPED_HEADER.search(text, opening.end()):
         return _split_stripped(text, opening.end())
     return Channels([text])
+
+
+def _split_markup(text: str, markers: tuple[str, ...]) -> Channels:
+    """`text` with each of `markers` set aside as markup; linear: one search per marker from where the last ended."""
+    out = Channels()
+    position = 0
+    found = {marker: text.find(marker) for marker in markers}
+    while (present := [(index, marker) for marker, index in found.items() if index >= 0]):
+        index, marker = min(present)
+        out.answer.append(text[position:index])
+        out.markup.append(marker)
+        position = index + len(marker)
+        for other, at in found.items():
+            if 0 <= at < position:
+                found[other] = text.find(other, position)
+    out.answer.append(text[position:])
+    return out
 
 
 def _split_tokens(text: str) -> Channels:

@@ -10,9 +10,11 @@ from toolproxy.dialects.markers import markers_in
 from toolproxy.meaning.channels import split_channels
 
 # Qwen3, DeepSeek-R1 and most others write <think>; Seed-OSS writes <seed:think>; some fine-tunes <thinking>;
-# Gemma 4 thinks on its `thought` channel (llama.cpp common/parsers/gemma4.cpp).
+# Gemma 4 thinks on its `thought` channel (llama.cpp common/parsers/gemma4.cpp); MiniMax-M3 writes <mm:think>
+# (its opener often in the prompt); Kimi K3 thinks in an XTML `think` channel (vLLM's kimi_k3 reasoning parser).
 MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
-           ("<|channel>thought", "<channel|>"))
+           ("<|channel>thought", "<channel|>"), ("<mm:think>", "</mm:think>"),
+           ("<|open|>think<|sep|>", "<|close|>think<|sep|>"))
 _EVERY_MARKER = tuple(marker for pair in MARKERS for marker in pair)
 
 

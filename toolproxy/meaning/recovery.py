@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from toolproxy.dialects import registry
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.meaning import schema
 from toolproxy.meaning.json_repair import RepairResult, repair_arguments
@@ -28,15 +29,11 @@ DIALECT = "recovered"
 # A candidate: markup a damaged call starts with, or a JSON object or list whose first key is a string.
 _CANDIDATE = re.compile(r"<tool_call>|<function[= ]|<name>|\[TOOL_CALL\]|<\|tool_call_begin\|>"
                         r'|\{(?=\s{0,64}")|\[(?=\s{0,64}\{\s{0,64}")')
-# Wrappers models leave around a call; a closer found with no opener before the call is absorbed all the same.
-WRAPPERS = (("<tool_call>", "</tool_call>"), ("<function_calls>", "</function_calls>"),
-            ("[TOOL_REQUEST]", "[END_TOOL_REQUEST]"), ("<tool_calls>", "</tool_calls>"),
-            ("<function_call>", "</function_call>"), ("<minimax:tool_call>", "</minimax:tool_call>"),
-            ("<seed:tool_call>", "</seed:tool_call>"), ("[TOOL_CALL]", "[/TOOL_CALL]"), ("<functioncall", ">"),
-            ("<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"),
-            ("<|tool_call_section_begin|>", "<|tool_call_section_end|>"), ("<TOOLCALL>", "</TOOLCALL>"),
-            ("<toolcall>", "</toolcall>"), ("<|tool_call_start|>", "<|tool_call_end|>"),
-            ("<|python_start|>", "<|python_end|>"), ("<|tools_prefix|>", "<|tools_suffix|>"))
+# Wrappers models leave around a call: every dialect's own (`registry.WRAPPERS`), and damaged forms no dialect
+# writes, seen in real output. A closer found with no opener before the call is absorbed all the same.
+DAMAGED_WRAPPERS = (("[TOOL_REQUEST]", "[END_TOOL_REQUEST]"), ("<function_call>", "</function_call>"),
+                    ("[TOOL_CALL]", "[/TOOL_CALL]"), ("<functioncall", ">"))
+WRAPPERS = (*registry.WRAPPERS, *DAMAGED_WRAPPERS)
 _OPENERS = tuple(opener for opener, _ in WRAPPERS)
 _ORPHAN_CLOSERS = tuple(closer for _, closer in WRAPPERS if closer != ">")
 _NAME_KEYS = ("name", "tool_name", "tool", "function_name")

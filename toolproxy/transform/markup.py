@@ -14,16 +14,13 @@ import functools
 import re
 from collections.abc import Iterable
 
-from toolproxy.meaning.extraction import CALL_MARKERS
+from toolproxy.dialects.registry import CALL_MARKERS, CLOSERS
 
-# Besides the openers that start a call: the frames the proxy writes, closers, and chat-template turn tokens
-# (a forged `<|im_start|>assistant` would open a turn of the model's own).
-_FRAMING = ("</tool_call>", "</tools>", "<tool_response>", "</tool_response>", "</function>", "<parameter=",
-            "</function_calls>", "</invoke>", "</minimax:tool_call>", "</seed:tool_call>", "<arg_key>",
-            "<arg_value>", "[ARGS]", "<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>",
-            "<|eot_id|>", "<|eom_id|>", "<|start|>", "<|end|>", "<|channel|>", "<|message|>", "<|call|>",
-            "<|constrain|>", "<|return|>", "<|END_ACTION|>", "<|action_end|>", "<|tool_call_end|>",
-            "<|tool_calls_section_end|>", "<|tool_call_argument_begin|>", "<\uff5ctool\u2581call\u2581begin\uff5c>")
+# Besides the openers that start a call and the closers of every dialect (both from the registry): the frames the
+# proxy writes and chat-template turn tokens (a forged `<|im_start|>assistant` would open a turn of the model's own).
+_FRAMING = ("<tool_response>", "</tool_response>", "<|im_start|>", "<|im_end|>", "<|start_header_id|>",
+            "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>", "<|start|>", "<|end|>", "<|channel|>", "<|message|>",
+            "<|constrain|>", "<|return|>")
 _REFERENCES = {"<": "&lt;", "[": "&#91;"}
 
 
@@ -40,7 +37,7 @@ def _patterns(tool_names: frozenset[str]) -> tuple[tuple[str, re.Pattern[str]], 
     """Per first character, that character when a marker follows it: a literal replacement (no Python callback
     per match) and a lookahead over an alternation of literal text, so linear in the text."""
     tags = [f"<{name}>" for name in tool_names] + [f"</{name}>" for name in tool_names]
-    markers = {*CALL_MARKERS, *_FRAMING, *tags}
+    markers = {*CALL_MARKERS, *CLOSERS, *_FRAMING, *tags}
     patterns = []
     for first in _REFERENCES:
         rests = sorted({marker[1:] for marker in markers if marker[0] == first}, key=len, reverse=True)

@@ -1,0 +1,130 @@
+"""Tags as the invoke family writes them, in either spelling: angle brackets (`<invoke name="f">`, `</invoke>`) or
+Kimi K3's XTML, where three special tokens stand for the brackets (`<|open|>call tool="f"<|sep|>`,
+`<|close|>call<|sep|>`).
+
+A tag name may carry a prefix: an XML namespace (`<minimax:tool_call>`, `<ns:invoke>`) or a special token written
+inside the bracket, as DeepSeek's DSML does with full-width or ASCII bars and, in V4.1, a space
+(`<｜DSML｜invoke`, `</|DSML|parameter>`, `<｜DSML｜ invoke`). Every piece is bounded, so reading a tag costs at most
+`MAX_TAG` characters.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from toolproxy.dialects.block import Outcome
+
+MAX_TAG = 1024  # longest tag, attributes included; a longer one is not markup of ours
+# One or two bars, full-width, ASCII or double; a space beside each is tolerated (`< | DSML | invoke`, as some
+# clients and servers space special tokens out).
+_BARS_OPEN, _BARS_CLOSE = r"(?:[|｜‖][ \t]?){1,2}", r"(?:[ \t]?[|｜‖]){1,2}"
+# A namespace, or a special token inside the bracket (any word between bars: unknown tokens are tolerated).
+PREFIX = rf"(?:[A-Za-z_][\w.\-]{{0,31}}:|{_BARS_OPEN}[A-Za-z_]\w{{0,31}}{_BARS_CLOSE}[ \t]?)?"
+_NAME = r"[A-Za-z_][\w.\-]{0,63}"
+_ATTRIBUTE = re.compile(r"""\s+([\w.:\-]{1,64})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
+_TAG_TAIL = re.compile(r"\s*\Z")
+_PARTIAL_PREFIX = re.compile(rf"[ \t]{{0,4}}(?:{_BARS_OPEN}(?:[A-Za-z_]\w{{0,31}}(?:{_BARS_CLOSE}[ \t]?)?)?)?[ \t]?\Z")
+_ENTITIES = (("&quot;", '"'), ("&apos;", "'"), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
+
+
+@dataclass(frozen=True, slots=True)
+class TagSyntax:
+    """How a tag opens, how a closing tag opens, and how either ends."""
+
+    open: str
+    close: str
+    end: str
+
+
+ANGLE = TagSyntax("<", "</", ">")
+XTML = TagSyntax("<|open|>", "<|close|>", "<|sep|>")
+
+
+def token_prefix(word: str) -> str:
+    """The prefix of a dialect whose every tag carries the special token `word` (`｜DSML｜`, `|DSML|`)."""
+    return rf"(?:{_BARS_OPEN}{re.escape(word)}{_BARS_CLOSE}[ \t]?)"
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    closing: bool
+    qualified: str  # as written, prefix included
+    local: str  # without the prefix
+    attributes: dict[str, str]
+    end: int
+
+
+@functools.cache
+def _head(syntax: TagSyntax, prefix: str) -> re.Pattern[str]:
+    """The start of a tag up to its name: (closing marker, prefix, name)."""
+    return re.compile(rf"(?:({re.escape(syntax.close)})|{re.escape(syntax.open)})[ \t]{{0,4}}({prefix})({_NAME})")
+
+
+@functools.cache
+def _stops(syntax: TagSyntax) -> re.Pattern[str]:
+    """What matters inside a tag after its name: a quote (skipped to its pair), its end, or a `<` that is not."""
+    return re.compile(rf"""{re.escape(syntax.end)}|["'<>]""")
+
+
+def read_tag(text: str, position: int, syntax: TagSyntax = ANGLE, prefix: str = PREFIX) -> Tag | Outcome:
+    """The tag at `position`, with its attributes; a tag end inside a quoted attribute value does not end it."""
+    head = _head(syntax, prefix).match(text, position)
+    if head is None:
+        return Outcome.MORE if _may_come(text, position, syntax) else Outcome.BAD
+    end = _tag_end(text, head.end(), position + MAX_TAG, syntax)
+    if isinstance(end, Outcome):
+        return end
+    attributes = _attributes(text[head.end() : end - len(syntax.end)])
+    if attributes is None:
+        return Outcome.BAD
+    closing, prefix_text, local = head.groups()
+    return Tag(bool(closing), prefix_text + local, local, attributes, end)
+
+
+def _may_come(text: str, position: int, syntax: TagSyntax) -> bool:
+    """Whether the rest of the text, too short to be a tag's head, begins one (`<`, `<|op`, `<｜DSML｜`)."""
+    rest = text[position:]
+    if len(rest) > 80:
+        return False
+    for marker in (syntax.close, syntax.open):
+        if marker.startswith(rest) or (rest.startswith(marker) and _PARTIAL_PREFIX.match(rest, len(marker))):
+            return True
+    return False
+
+
+def _tag_end(text: str, position: int, limit: int, syntax: TagSyntax) -> int | Outcome:
+    """Index just past the end of the tag whose name ends at `position`."""
+    stops = _stops(syntax)
+    while (stop := stops.search(text, position, limit)) is not None:
+        found = stop.group()
+        if found == syntax.end:
+            return stop.end()
+        if found in "<>":
+            # Only the beginning of the tag's end, cut off by the end of the text so far, may still become it.
+            arriving = syntax.end.startswith(text[stop.start() : limit]) and limit >= len(text)
+            return Outcome.MORE if arriving and found == syntax.end[0] else Outcome.BAD
+        quote = text.find(found, stop.end(), limit)
+        if quote < 0:
+            break
+        position = quote + 1
+    return Outcome.MORE if len(text) < limit else Outcome.BAD
+
+
+def _attributes(inside: str) -> dict[str, str] | None:
+    """`name="x" type='y'` as a dict, entities decoded; None when anything else is there (`/>` too)."""
+    attributes: dict[str, str] = {}
+    position = 0
+    while not _TAG_TAIL.match(inside, position):
+        found = _ATTRIBUTE.match(inside, position)
+        if found is None:
+            return None
+        key, *values = found.groups()
+        value = next(value for value in values if value is not None)
+        if "&" in value:
+            for entity, character in _ENTITIES:
+                value = value.replace(entity, character)
+        attributes[key] = value
+        position = found.end()
+    return attributes
