@@ -39,6 +39,7 @@ def reply(name: str, size: int) -> str:
 # Each dialect's own opener, as its calls begin, with nothing after it that could complete a call.
 OPENERS: dict[str, str] = {
     "deepseek": deepseek.CALLS_BEGIN + deepseek.CALL_BEGIN,
+    "dsml": '<｜DSML｜tool_calls><｜DSML｜invoke name="tool_a">',
     "harmony": "<|start|>assistant<|channel|>",
     "mistral": "[TOOL_CALLS]",
     "llama3": "<|python_tag|>",
@@ -46,12 +47,14 @@ OPENERS: dict[str, str] = {
     "granite": "<|tool_call|>",
     "internlm": "<|action_start|><|plugin|>",
     "gemma4": "<|tool_call>call:",
+    "inkling": "tool_a<|content_invoke_tool_json|>{",
     "lfm2": "<|tool_call_start|>[",
     "llama4": "<|python_start|>[tool_a(",
     "apertus": "<|tools_prefix|>[",
     "phi4_mini": "functools",
     "granite_fc": "<function_call> {",
     "kimi_k2": "<|tool_calls_section_begin|><|tool_call_begin|>",
+    "kimi_k3": '<|open|>tools<|sep|><|open|>call tool="tool_a" index="0"<|sep|>',
     "minimax": "<minimax:tool_call>",
     "seed_oss": "<seed:tool_call><function=",
     "qwen3_coder": "<tool_call><function=",

@@ -121,7 +121,8 @@ class InvokeReader:
             return Step(Outcome.BAD, start)
         if tag.local == dialect.parameter:
             key = tag.attributes.get(dialect.key_attribute, "").strip()
-        elif tag.local not in (dialect.invoke, *dialect.wrappers) and self._may_be_argument(tag.local):
+        elif dialect.tagged and tag.local not in (dialect.invoke, *dialect.wrappers) and self._may_be_argument(
+                tag.local):
             key = tag.local  # the argument's own name as its tag (MiniMax-M3)
         else:
             key = ""

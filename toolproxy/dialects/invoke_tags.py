@@ -2,8 +2,9 @@
 Kimi K3's XTML, where three special tokens stand for the brackets (`<|open|>call tool="f"<|sep|>`,
 `<|close|>call<|sep|>`).
 
-A tag name may carry a prefix: an XML namespace (`<minimax:tool_call>`, `<ns:invoke>`) or a special token written
-inside the bracket, as DeepSeek's DSML does with full-width or ASCII bars and, in V4.1, a space
+A tag name may carry a prefix: an XML namespace (`<minimax:tool_call>`, `<ns:invoke>`), or, in a dialect that
+says so, a special token written inside the bracket, as DeepSeek's DSML does with full-width or ASCII bars and, in
+V4.1, a space
 (`<｜DSML｜invoke`, `</|DSML|parameter>`, `<｜DSML｜ invoke`). Every piece is bounded, so reading a tag costs at most
 `MAX_TAG` characters.
 """
@@ -20,7 +21,9 @@ MAX_TAG = 1024  # longest tag, attributes included; a longer one is not markup o
 # One or two bars, full-width, ASCII or double; a space beside each is tolerated (`< | DSML | invoke`, as some
 # clients and servers space special tokens out).
 _BARS_OPEN, _BARS_CLOSE = r"(?:[|｜‖][ \t]?){1,2}", r"(?:[ \t]?[|｜‖]){1,2}"
-# A namespace, or a special token inside the bracket (any word between bars: unknown tokens are tolerated).
+# A namespace (`<ns:invoke>`); a dialect whose tags carry a special token has `token_prefix` instead.
+NAMESPACE = r"(?:[A-Za-z_][\w.\-]{0,31}+:)?"
+# Either, with any word between the bars: what a tag may carry at most (the readers' superset, for tests).
 PREFIX = rf"(?:[A-Za-z_][\w.\-]{{0,31}}:|{_BARS_OPEN}[A-Za-z_]\w{{0,31}}{_BARS_CLOSE}[ \t]?)?"
 _NAME = r"[A-Za-z_][\w.\-]{0,63}"
 _ATTRIBUTE = re.compile(r"""\s+([\w.:\-]{1,64})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
@@ -68,7 +71,7 @@ def _stops(syntax: TagSyntax) -> re.Pattern[str]:
     return re.compile(rf"""{re.escape(syntax.end)}|["'<>]""")
 
 
-def read_tag(text: str, position: int, syntax: TagSyntax = ANGLE, prefix: str = PREFIX) -> Tag | Outcome:
+def read_tag(text: str, position: int, syntax: TagSyntax = ANGLE, prefix: str = NAMESPACE) -> Tag | Outcome:
     """The tag at `position`, with its attributes; a tag end inside a quoted attribute value does not end it."""
     head = _head(syntax, prefix).match(text, position)
     if head is None:
@@ -85,9 +88,9 @@ def read_tag(text: str, position: int, syntax: TagSyntax = ANGLE, prefix: str = 
 
 def _may_come(text: str, position: int, syntax: TagSyntax) -> bool:
     """Whether the rest of the text, too short to be a tag's head, begins one (`<`, `<|op`, `<｜DSML｜`)."""
-    rest = text[position:]
-    if len(rest) > 80:
+    if len(text) - position > 80:  # (checked before slicing: a slice to the end of a long reply is not free)
         return False
+    rest = text[position:]
     for marker in (syntax.close, syntax.open):
         if marker.startswith(rest) or (rest.startswith(marker) and _PARTIAL_PREFIX.match(rest, len(marker))):
             return True

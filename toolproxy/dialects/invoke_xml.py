@@ -29,7 +29,7 @@ from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.block import BlockScanner, pad_newlines, render_value
 from toolproxy.dialects.cursor import literal
 from toolproxy.dialects.invoke_reader import InvokeReader
-from toolproxy.dialects.invoke_tags import ANGLE, MAX_TAG, PREFIX, TagSyntax, token_prefix
+from toolproxy.dialects.invoke_tags import ANGLE, MAX_TAG, NAMESPACE, TagSyntax, token_prefix
 from toolproxy.dialects.tokens import TOKEN
 
 
@@ -42,8 +42,9 @@ class InvokeXmlDialect:
     syntax: TagSyntax = ANGLE
     invoke: str = "invoke"  # the call's tag, and its attribute that names the tool
     tool_attribute: str = "name"
-    parameter: str = "parameter"  # an argument's tag, and its attribute that names the key (else the tag's name)
+    parameter: str = "parameter"  # an argument's tag, and its attribute that names the key
     key_attribute: str = "name"
+    tagged: bool = False  # an argument may also be a tag of its own name (MiniMax-M3), anchored by the schema
     openers: tuple[str, ...] = ()  # literals only its calls begin with, when not `<wrapper>`
 
     # It holds back any unfinished tag (`<di` may yet be `<di:invoke`), not only the start of a marker.
@@ -51,7 +52,7 @@ class InvokeXmlDialect:
 
     @property
     def prefix(self) -> str:
-        return token_prefix(self.token) if self.token else PREFIX
+        return token_prefix(self.token) if self.token else NAMESPACE
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         # Every call holds the token, or, as a tag name, a wrapper (prefix and all) or the invoke.
@@ -88,17 +89,15 @@ class InvokeXmlDialect:
                 f"{c}{token}{self.invoke}{e}\n{c}{token}{wrapper}{e}")
 
 
-# Special tokens and white space that may stand between tags (MiniMax-M3 writes one before every tag).
-_GAP = rf"(?:\s|{TOKEN})"
-
-
 @functools.cache
 def hint(dialect: InvokeXmlDialect) -> re.Pattern[str]:
     """Where a block may open. An opener is skipped in C, by the regex, only when the text already shows the
-    reader refusing it at a complete tag: a wrapper whose first tag (or the one after its first invoke) is another
-    opener, or such an invoke, or a wrapper followed by something other than a tag. Floods of openers cost no
-    Python step each; anything less certain is left to the reader, so streaming and one-shot parsing still agree."""
-    o, e, prefix = re.escape(dialect.syntax.open), re.escape(dialect.syntax.end), dialect.prefix
+    reader refusing it: a wrapper closed at once whose next tag (past white space and tokens) is not an invoke,
+    or whose first tag is another opener, or is an invoke and then an opener; or such a bare invoke. Floods of
+    openers cost no Python step each; anything less certain is left to the reader, so streaming and one-shot
+    parsing still agree."""
+    o, c, e = (re.escape(marker) for marker in (dialect.syntax.open, dialect.syntax.close, dialect.syntax.end))
+    prefix = dialect.prefix
     wrappers = "|".join(re.escape(wrapper) for wrapper in sorted(dialect.wrappers, key=len, reverse=True))
     invoke = re.escape(dialect.invoke)
     names = f"(?:{wrappers}|{invoke})" if dialect.bare else f"(?:{wrappers})"
@@ -106,9 +105,18 @@ def hint(dialect: InvokeXmlDialect) -> re.Pattern[str]:
     opener = rf"\s*{o}[ \t]{{0,4}}{prefix}{names}(?:\s|{e})"
     head = rf'\s+{re.escape(dialect.tool_attribute)}="[^"<>]{{0,64}}"[^<>]{{0,64}}?{e}'
     another_wrapper = rf"\s*{o}[ \t]{{0,4}}{prefix}(?:{wrappers})(?:\s|{e})"
-    # A wrapper followed by text that is neither a tag nor a token (OLMo 3's Python calls in `<function_calls>`)
-    # is refused here too, and so is one whose first tag is another wrapper, or an invoke and then an opener.
-    wrapper_rule = (rf"(?:{wrappers}){after_name}(?!{e}(?:{another_wrapper}|\s*{o}[ \t]{{0,4}}{prefix}{invoke}{head}"
-                    rf"{opener}))(?!{e}\s*+[^\s<\]])")
-    rules = [wrapper_rule, rf"{invoke}{after_name}(?!{head}{opener})"] if dialect.bare else [wrapper_rule]
+    # White space and special tokens (not the tag spelling's own) may stand between tags; the reader reads them.
+    gap = rf"(?:\s|(?!{o}|{c}|{e}){TOKEN})*+"
+    # A wrapper closed at once must be followed by an invoke, unless the text ends before that shows.
+    arriving = r"(?s:.){0,72}+\Z"
+    argument = r"[A-Za-z_]" if dialect.tagged else re.escape(dialect.parameter)
+    tag_start = rf"(?:{c}[ \t]{{0,4}}{prefix}{invoke}|{o}[ \t]{{0,4}}{prefix}{argument})"
+    # What an invoke's head must be followed by: a tag of the dialect's spelling (an argument or the invoke's end),
+    # a JSON body, or the text's end.
+    body = rf"(?:(?={head}{gap}(?:{tag_start}|\{{|{arriving}))|(?!{head}))"
+    invoke_next = rf"{e}{gap}(?:{o}[ \t]{{0,4}}{prefix}{invoke}{after_name}{body}|{arriving})"
+    wrapper_rule = (rf"(?:{wrappers}){after_name}(?:(?={invoke_next})|(?!{e}))(?!{e}(?:{another_wrapper}|\s*{o}"
+                    rf"[ \t]{{0,4}}{prefix}{invoke}{head}{opener}))")
+    invoke_rule = rf"{invoke}{after_name}{body}(?!{head}{opener})"
+    rules = [wrapper_rule, invoke_rule] if dialect.bare else [wrapper_rule]
     return re.compile(rf"{o}[ \t]{{0,4}}{prefix}(?:{'|'.join(rules)})")

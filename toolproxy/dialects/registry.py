@@ -66,7 +66,7 @@ DIALECTS: dict[str, Dialect] = {
                                 tool_attribute="tool", parameter="argument", key_attribute="key"),
     # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper. MiniMax-M3
     # writes `<tool_call>` (its namespace token before every tag, arguments as tags of their own names).
-    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False),
+    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False, tagged=True),
     # Before qwen3_coder, which would take the bare <function=...> inside and leave the wrapper.
     "seed_oss": Qwen3XmlDialect("seed_oss", "<seed:tool_call>", bare=False),
     "qwen3_coder": Qwen3XmlDialect(),
