@@ -69,6 +69,7 @@ OPENERS: dict[str, str] = {
     "qwen_tools": "<tools>[",
     "roo_xml": "<tool_a>",
     "functionary_v3": ">>>tool_a\n",
+    "tool_code": "```tool_code\ntool_a(",
     "pythonic": "\n[tool_a(a=",
     "json": "\n{",
 }

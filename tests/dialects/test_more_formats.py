@@ -39,11 +39,12 @@ FRAGMENTS: dict[str, list[str]] = {
     "nemotron_mini": ["<toolcall>", "</toolcall>", " ", CALL_JSON, "{", "<TOOLCALL>"],
     "apriel": ["<tool_calls>", "</tool_calls>", "\n", CALL_JSON, "[", "]", "{", " ", "<tool_call>"],
     "functionary_v3": [">>>", "all", "add", "\n", '{"a": 1}', "{", " ", "x", ">>> "],
+    "tool_code": ["```tool_code", "```", "\n", "add(", "a=", "1", ")", "'x'", " ", "```python", "add"],
     "inkling": ["<|message_model|>", "<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>", "<|end_message|>",
                 "add", '{"name": "add", "args": {"a": 1}}', '{"a": 1}', "{", "\n", " ", "x", "<|", "ad", ">"],
 }
 NEW = sorted(FRAGMENTS)
-PYTHON_RENDERED = {"lfm2", "llama4", "olmo3"}  # argument names must be identifiers
+PYTHON_RENDERED = {"lfm2", "llama4", "olmo3", "tool_code"}  # argument names must be identifiers
 # Seed-OSS values are text typed by the schema: its round trip is the conformance suite's, with schemas.
 TYPED_ROUND_TRIP = sorted(set(NEW) - {"seed_oss"})
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolproxy.dialects.base import JsonSpan, ToolIndex, decode_json, trim_value
 from toolproxy.dialects.block import Outcome, Step, skip_space
-from toolproxy.dialects.invoke_tags import Tag, TagSyntax, read_tag
+from toolproxy.dialects.invoke_tags import NAMESPACE, Tag, TagSyntax, read_tag
 from toolproxy.dialects.tag_xml import element_value
 from toolproxy.dialects.tokens import TOKEN, remove_tokens, strip_trailing_token
 
@@ -200,9 +200,10 @@ class InvokeReader:
 
 @functools.lru_cache(maxsize=256)
 def _closer(syntax: TagSyntax, prefix: str, local: str) -> re.Pattern[str]:
-    """An argument's closing tag, with or without its prefix, spaced or not."""
-    return re.compile(rf"{re.escape(syntax.close)}[ \t]{{0,4}}(?:{prefix})?{re.escape(local)}[ \t]{{0,4}}"
-                      rf"{re.escape(syntax.end)}")
+    """An argument's closing tag, with or without its prefix, spaced or not; where the dialect's tags carry a
+    token, the token alone closes it too (`</｜DSML｜>`, as DeepSeek V4 sometimes writes)."""
+    name = rf"(?:(?:{prefix})?{re.escape(local)}|{prefix})" if prefix != NAMESPACE else rf"{prefix}{re.escape(local)}"
+    return re.compile(rf"{re.escape(syntax.close)}[ \t]{{0,4}}{name}[ \t]{{0,4}}{re.escape(syntax.end)}")
 
 
 def _types(schema: Any) -> set[str]:

@@ -82,6 +82,8 @@ DIALECTS: dict[str, Dialect] = {
     "roo_xml": TagXmlDialect(),
     # `>>>` starts quotes and prompts in prose: late, and only with a name, a line break and an object after it.
     "functionary_v3": FunctionaryV3Dialect(),
+    # Gemma 3's documented form, and Gemma 4's when it drifts (waybarrios/vllm-mlx#622): Python calls, one a line.
+    "tool_code": WrappedCallsDialect("tool_code", "```tool_code", "```", lines=True),
     # Both start at a line-leading `[`, but pythonic needs a declared name and `(`, json a `{`.
     "pythonic": PythonicDialect(),
     "json": BareJsonDialect(),
