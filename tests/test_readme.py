@@ -22,9 +22,10 @@ from toolproxy.dialects.registry import DIALECTS
 from toolproxy.meaning.extraction import extract
 
 FORMATS = page("docs/formats.md")
-# `\n` in an example stands for a line break (Functionary v3.2 puts one after the name).
+# `\n` in an example stands for a line break (Functionary v3.2 puts one after the name); an example holding
+# backticks sits between two (`` ```tool_code ``).
 EXAMPLES = {name: example.replace("\\n", "\n")
-            for name, example in re.findall(r"^- `(\w+)` \([^\n]*?\): `(.+)`$", FORMATS, flags=re.M)}
+            for name, _, example in re.findall(r"^- `(\w+)` \([^\n]*?\): (`+) ?(.+?) ?\2$", FORMATS, flags=re.M)}
 TOOLS = {"read": {"type": "object", "properties": {"path": {"type": "string"}}},
          "list_dir": {"type": "object", "properties": {"path": {"type": "string"}}}}
 SERVERS = ["vLLM", "llama.cpp", "Ollama", "SGLang", "LM Studio", "MLX"]

@@ -12,16 +12,40 @@ import functools
 import re
 from collections.abc import Mapping
 from enum import Enum, auto
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from toolproxy.dialects.base import JsonSpan, ToolIndex, decode_json, trim_value
-from toolproxy.dialects.block import Outcome, Step, skip_space
+from toolproxy.dialects.block import Outcome, Step, match_word, skip_space
 from toolproxy.dialects.invoke_tags import NAMESPACE, Tag, TagSyntax, read_tag
 from toolproxy.dialects.tag_xml import element_value
 from toolproxy.dialects.tokens import TOKEN, remove_tokens, strip_trailing_token
 
-if TYPE_CHECKING:
-    from toolproxy.dialects.invoke_xml import InvokeXmlDialect
+
+class Grammar(Protocol):
+    """What the reader needs of an invoke-family dialect (`invoke_xml.InvokeXmlDialect`)."""
+
+    @property
+    def syntax(self) -> TagSyntax: ...
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def wrappers(self) -> tuple[str, ...]: ...
+    @property
+    def bare(self) -> bool: ...
+    @property
+    def invoke(self) -> str: ...
+    @property
+    def tool_attribute(self) -> str: ...
+    @property
+    def parameter(self) -> str: ...
+    @property
+    def key_attribute(self) -> str: ...
+    @property
+    def tagged(self) -> bool: ...
+    @property
+    def lead(self) -> tuple[str, ...]: ...
+    @property
+    def trail(self) -> tuple[str, ...]: ...
 
 _TOKEN = re.compile(TOKEN)
 _PARTIAL_TOKEN = re.compile(r"(?:<[|｜][^\s<>|｜\[\]]{0,48}[|｜]?|\](?:<(?:\](?:[^\s<>|｜\[\]]{1,48}(?:\[>?)?)?)?)?)\Z")
@@ -37,10 +61,11 @@ class _State(Enum):
     VALUE = auto()
     JSON = auto()  # a JSON object as the invoke's whole body
     AFTER = auto()  # after an invoke inside the wrapper: another invoke or the wrapper's end
+    TRAILING = auto()  # after the wrapper's end: markup that goes with the block, or its end
 
 
 class InvokeReader:
-    def __init__(self, dialect: InvokeXmlDialect, tools: ToolIndex) -> None:
+    def __init__(self, dialect: Grammar, tools: ToolIndex) -> None:
         self._dialect = dialect
         self._tools = tools
         self._state = _State.OPENING
@@ -52,21 +77,28 @@ class InvokeReader:
         self._value: list[str] = []
         self._span: JsonSpan | None = None
         self._tokens = False  # special tokens stood between this block's tags (MiniMax-M3): they mark its values
+        self._led = False  # the dialect's lead markup was read before the wrapper
 
     def calls(self) -> list[tuple[str, Any]]:
         return [(name, dict(arguments) if isinstance(arguments, dict) else arguments)
                 for name, arguments in self._calls]
 
     def is_whole(self) -> bool:
-        return self._state is _State.AFTER
+        return self._state is _State.AFTER or self._state is _State.TRAILING
 
     def step(self, text: str, position: int) -> Step:
         if self._state is _State.VALUE:
             return self._read_value(text, position)
         if self._state is _State.JSON:
             return self._read_json(text, position)
+        if self._state is _State.TRAILING:
+            return self._trailing(text, position)
         opening = self._state is _State.OPENING
-        start = position if opening else skip_space(text, position)
+        if opening and self._dialect.lead:
+            lead = self._lead(text, position)
+            if lead is not None:
+                return lead
+        start = position if opening and not self._led else skip_space(text, position)
         if start == len(text) and not opening:
             return Step(Outcome.MORE, start)
         if self._state is _State.BODY and text[start] == "{" and self._calls[-1][1] == {}:
@@ -94,6 +126,28 @@ class InvokeReader:
         if self._state is _State.BODY:
             return self._in_body(tag, start)
         return self._after(tag, start)
+
+    def _lead(self, text: str, position: int) -> Step | None:
+        """Markup that leads the block, read before the wrapper; None when none stands here."""
+        start = skip_space(text, position) if self._led else position
+        if start == len(text) and self._led:
+            return Step(Outcome.MORE, position)
+        word = match_word(text, start, self._dialect.lead)
+        if word is Outcome.MORE:
+            return Step(word, position)
+        if isinstance(word, int):
+            self._led = True
+            return Step(Outcome.TOKEN, start + len(self._dialect.lead[word]))
+        return None
+
+    def _trailing(self, text: str, position: int) -> Step:
+        start = skip_space(text, position)
+        word = match_word(text, start, self._dialect.trail) if start < len(text) else Outcome.MORE
+        if word is Outcome.MORE:
+            return Step(word, position)
+        if isinstance(word, int):
+            return Step(Outcome.DONE, start + len(self._dialect.trail[word]))
+        return Step(Outcome.DONE, position)
 
     def _open(self, tag: Tag, start: int) -> Step:
         if not tag.closing and (tag.qualified in self._dialect.wrappers or tag.local in self._dialect.wrappers):
@@ -192,6 +246,9 @@ class InvokeReader:
 
     def _after(self, tag: Tag, start: int) -> Step:
         if tag.closing and tag.qualified == self._wrapper:
+            if self._dialect.trail:
+                self._state = _State.TRAILING
+                return Step(Outcome.TOKEN, tag.end)
             return Step(Outcome.DONE, tag.end)
         step = self._invoke_tag(tag, start)
         # Anything else after a whole invoke: the wrapper's end was dropped (a stop string), the calls stand.

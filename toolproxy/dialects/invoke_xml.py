@@ -45,6 +45,8 @@ class InvokeXmlDialect:
     parameter: str = "parameter"  # an argument's tag, and its attribute that names the key
     key_attribute: str = "name"
     tagged: bool = False  # an argument may also be a tag of its own name (MiniMax-M3), anchored by the schema
+    lead: tuple[str, ...] = ()  # markup that may stand right before the block (any of it, repeated) and goes with it
+    trail: tuple[str, ...] = ()  # markup that may follow the block's end and goes with it
     openers: tuple[str, ...] = ()  # literals only its calls begin with, when not `<wrapper>`
 
     # It holds back any unfinished tag (`<di` may yet be `<di:invoke`), not only the start of a marker.
@@ -119,4 +121,8 @@ def hint(dialect: InvokeXmlDialect) -> re.Pattern[str]:
                     rf"[ \t]{{0,4}}{prefix}{invoke}{head}{opener}))")
     invoke_rule = rf"{invoke}{after_name}{body}(?!{head}{opener})"
     rules = [wrapper_rule, invoke_rule] if dialect.bare else [wrapper_rule]
-    return re.compile(rf"{o}[ \t]{{0,4}}{prefix}(?:{'|'.join(rules)})")
+    # Markup that may lead the block (Kimi K3's response channel closing right before its tools) opens it too.
+    # Every alternative begins with `<`, which stays outside the group: the scanner looks for it first.
+    leads = "|".join(re.escape(marker[1:]) for marker in dialect.lead if marker.startswith("<"))
+    lead = rf"(?:(?:{leads})\s*<)*+" if leads else ""
+    return re.compile(rf"<{lead}{o[1:] if o.startswith('<') else o}[ \t]{{0,4}}{prefix}(?:{'|'.join(rules)})")

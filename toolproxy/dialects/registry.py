@@ -63,7 +63,9 @@ DIALECTS: dict[str, Dialect] = {
     "kimi_k2": KimiDialect(),
     # Kimi K3's XTML: the invoke family with special tokens for brackets, `call`/`tool` and `argument`/`key`.
     "kimi_k3": InvokeXmlDialect("kimi_k3", ("tools",), bare=True, syntax=XTML, invoke="call",
-                                tool_attribute="tool", parameter="argument", key_attribute="key"),
+                                tool_attribute="tool", parameter="argument", key_attribute="key",
+                                lead=("<|open|>response<|sep|>", "<|close|>response<|sep|>"),
+                                trail=("<|close|>message<|sep|>",)),
     # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper. MiniMax-M3
     # writes `<tool_call>` (its namespace token before every tag, arguments as tags of their own names).
     "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False, tagged=True),

@@ -52,6 +52,8 @@ class WrappedCallsDialect:
 
     @property
     def markup(self) -> Markup:
+        if self.closer.startswith("`"):  # a fence's end closes any fence: neither a wrapper nor markup of calls
+            return Markup((self.opener,))
         return Markup((self.opener,), (self.closer,), ((self.opener, self.closer),))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
