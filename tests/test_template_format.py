@@ -18,11 +18,10 @@ from toolproxy.meaning.template_sandbox import MAX_STEPS, MAX_TEMPLATE_CHARS, Sa
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "templates"
 SOURCES = json.loads((FIXTURES / "sources.json").read_text(encoding="utf-8"))["templates"]
-# What each template states. DeepSeek V3.2 writes DSML, which no dialect of the proxy reads yet: its markers are
-# derived instead (test_dsml_markers).
+# What each template states (the markers are derived too, dialect or not: test_dsml_markers).
 EXPECTED = {"qwen3": "hermes", "qwen3_coder": "qwen3_coder", "qwen3_5": "qwen3_coder", "glm_4_7": "glm",
             "glm_4_6": "glm", "kimi_k2": "kimi_k2", "kimi_k2_thinking": "kimi_k2", "deepseek_v3_1": "deepseek",
-            "deepseek_v3_2": None, "minimax_m2": "minimax", "mistral_small_3_2": "mistral",
+            "deepseek_v3_2": "dsml", "minimax_m2": "minimax", "mistral_small_3_2": "mistral",
             "devstral_small": "mistral", "llama_3_1": "json", "hermes_3": "hermes", "gpt_oss": "harmony",
             "gemma4": "gemma4", "nemotron_3_nano": "qwen3_coder", "seed_oss": "seed_oss"}
 WITH_DIALECT = sorted(name for name, dialect in EXPECTED.items() if dialect)
@@ -102,17 +101,17 @@ def test_the_markers_put_back_together_give_the_templates_own_rendering(name: st
 
 
 def test_dsml_markers():
-    """DeepSeek V3.2's DSML: no dialect reads it, and the spec says how it is written, typed values included."""
+    """DeepSeek V3.2's DSML: the dsml dialect reads it (the invoke family's DSML wrapper, issue 20), and the spec
+    says how it is written, typed values included."""
     derived = derive(template("deepseek_v3_2"))
-    assert derived.dialect is None and derived.markers is not None
+    assert derived.dialect == "dsml" and derived.markers is not None
     dsml = "<\uff5cDSML\uff5c"  # DeepSeek's full-width bars
     assert derived.markers.as_dict() == {
         "opener": f'{dsml}function_calls>\n{dsml}invoke name="', "name_end": '">', "arguments": "parameters",
         "key_start": f'\n{dsml}parameter name="', "string_value": ('" string="true">', f"</{dsml[1:]}parameter>"),
         "other_value": ('" string="false">', f"</{dsml[1:]}parameter>"), "separator": "",
         "closer": f"\n</{dsml[1:]}invoke>\n</{dsml[1:]}function_calls>"}
-    assert derived.as_status()["problems"] == [
-        "no dialect of the proxy reads the template's call exactly: the markers are its spec"]
+    assert derived.as_status().get("problems", []) == []
 
 
 def test_gemma4_quotes_strings_and_mistral_writes_the_id():
