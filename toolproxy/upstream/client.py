@@ -125,6 +125,18 @@ class HttpUpstream:
             finally:
                 response.close()
 
+    def tokenize(self, base_url: str, body: dict[str, Any], api_key: str | None) -> dict[str, Any]:
+        """The server's own tokenizer's answer (`POST /tokenize` at the root beside `/v1`, where vLLM and
+        llama.cpp serve it), within `models_timeout`, size-capped and never redirected like every upstream call."""
+        deadline = time.monotonic() + self._models_timeout
+        url = f"{server_root(base_url)}/tokenize"
+        with calling(url), enforced(deadline):
+            response = self._send("POST", url, api_key, jsonwire.encode(body), deadline)
+            try:
+                return self._decode_object(self._read_body(response, deadline))
+            finally:
+                response.close()
+
     def forward(self, call: ForwardCall) -> Forwarded:
         """The upstream's answer to a request passed on: an error status raised as the upstream's error; an event
         stream read as it comes (within the deadline); anything else read whole, within the size limit."""
@@ -268,6 +280,11 @@ def _headers(api_key: str | None) -> dict[str, str]:
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     return headers
+
+
+def server_root(base_url: str) -> str:
+    """The server a base URL names, without its API's version path (`http://h:8000/v1` -> `http://h:8000`)."""
+    return base_url.removesuffix("/v1")
 
 
 def public_url(url: str | None) -> str:
