@@ -1,8 +1,10 @@
 // Drives the proxy with a real JavaScript client, each case twice: one whole answer, then a stream read as
 // the client's users read it. Reads {client, baseURL, apiKey, cases: [{model, messages, tools}]} as JSON on
 // stdin and prints {results: [{model, whole, stream}]}, each side as {content, calls, finish, errors}, for
-// tests/test_node_clients.py to compare. A client error is printed, not thrown: the test shows it.
+// tests/test_node_clients.py to compare (the Anthropic client adds the message itself, for
+// tests/test_messages_node.py). A client error is printed, not thrown: the test shows it.
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import Anthropic from "@anthropic-ai/sdk";
 import { generateText, jsonSchema, streamText, tool } from "ai";
 import OpenAI from "openai";
 
@@ -80,9 +82,36 @@ async function sdkStream(model, testCase) {
   return { content, calls, finish, errors };
 }
 
+// --- the official @anthropic-ai/sdk package (Anthropic's Messages API, as Claude Code speaks it) ------------
+
+function anthropicResult(message) {
+  const text = message.content.filter((block) => block.type === "text").map((block) => block.text).join("");
+  const calls = message.content.filter((block) => block.type === "tool_use")
+    .map((block) => ({ id: block.id, name: block.name, arguments: block.input }));
+  return { content: text || null, calls, finish: message.stop_reason, errors: [], message };
+}
+
+async function anthropicWhole(client, testCase) {
+  return anthropicResult(await client.messages.create({ ...testCase, stream: false }));
+}
+
+async function anthropicStream(client, testCase) {
+  const stream = client.messages.stream(testCase);
+  let streamedText = "";
+  stream.on("text", (delta) => { streamedText += delta; });
+  const message = await stream.finalMessage();
+  const { input_tokens: counted } = await client.messages.countTokens({ model: testCase.model,
+    messages: testCase.messages, tools: testCase.tools });
+  return { ...anthropicResult(message), streamedText, counted };
+}
+
 // --- driver ------------------------------------------------------------------------------------------------
 
 function sides(input) {
+  if (input.client === "anthropic") {
+    const client = new Anthropic({ baseURL: input.baseURL, apiKey: input.apiKey, maxRetries: 0 });
+    return [(c) => anthropicWhole(client, c), (c) => anthropicStream(client, c)];
+  }
   if (input.client === "openai") {
     const client = new OpenAI({ baseURL: input.baseURL, apiKey: input.apiKey, maxRetries: 0 });
     return [(c) => openaiWhole(client, c), (c) => openaiStream(client, c)];

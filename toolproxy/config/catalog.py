@@ -144,6 +144,10 @@ class Settings:
                                    "characters", shown="64 KiB")
     log_format: str = setting("text", "log_format", "`text`, or `json`: one JSON object per line")
     log_level: str = setting("INFO", "log_level", "`DEBUG`, `INFO`, `WARNING` or `ERROR`")
+    model_aliases: tuple[tuple[str, str], ...] = setting(
+        (), "aliases", "`GLOB=MODEL` pairs, comma-separated (in YAML a mapping), first match wins: the model a "
+        "client's name stands for, such as `claude-*=qwen3-coder` for Claude Code's background calls; see "
+        "[Claude Code](clients.md#claude-code)", shown="none")
     models: tuple[ModelRule, ...] = setting((), "rules", "per-model entries, first match wins ([below]"
                                             "(#per-model-settings))",
                                             variable=False)

@@ -177,6 +177,18 @@ def _parse_dialects(value: Any) -> tuple[str, ...]:
     return names
 
 
+def _parse_aliases(value: Any) -> tuple[tuple[str, str], ...]:
+    """Glob -> model pairs, first match wins: a YAML mapping, or `GLOB=MODEL` pairs separated by commas."""
+    items = list(value.items()) if isinstance(value, dict) else \
+        [item.partition("=")[::2] for item in str(value).split(",") if item.strip()]
+    aliases = tuple((str(pattern).strip(), str(target).strip()) for pattern, target in items)
+    for pattern, target in aliases:
+        if not pattern or not target:
+            raise ValueError(f"{pattern or target!r} lacks its other half: write GLOB=MODEL, such as "
+                             "claude-*=qwen3-coder")
+    return aliases
+
+
 PARSERS = {
     "url": _parse_url,
     "text": lambda value: str(value),
@@ -204,4 +216,5 @@ PARSERS = {
     "patterns": _parse_patterns,
     "patterns_or_none": _parse_patterns_or_none,
     "template": _parse_template,
+    "aliases": _parse_aliases,
 }

@@ -37,6 +37,7 @@ class Front(ABC):
     """One request in one wire protocol: a new instance per request, so that it may remember what it decoded."""
 
     protocol: ClassVar[str]  # the transform log's name for it
+    key_hint: ClassVar[str] = "Authorization: Bearer <key>"  # how its clients send a key, for a refusal to say
 
     def presented_key(self, headers: Headers) -> str | None:
         """The API key the client presented, as its protocol sends it (a bearer token by default)."""

@@ -6,6 +6,7 @@ configured at all."""
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import threading
 import time
@@ -113,3 +114,9 @@ def _upstreams(settings: Settings, client_key: str | None) -> list[tuple[str, st
         if target.upstream and target.upstream not in found:
             found[target.upstream] = upstream_key(settings, target, client_key)
     return list(found.items())
+
+
+def alias(settings: Settings, model: str) -> str:
+    """The configured model a client's name stands for (the first `model_aliases` glob it matches), or the name
+    itself: Claude Code names `claude-*` models for its background calls whatever model the user chose."""
+    return next((target for pattern, target in settings.model_aliases if fnmatch.fnmatchcase(model, pattern)), model)

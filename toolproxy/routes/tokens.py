@@ -15,6 +15,10 @@ from toolproxy.upstream.client import HttpUpstream
 logger = logging.getLogger(__name__)
 
 
+def estimate(chat: ChatRequest) -> int:
+    return tokens.estimate(chat.body)
+
+
 def count(chat: ChatRequest, target: ModelSettings, http: HttpUpstream, api_key: str | None) -> int:
     """Tokens of the prompt as the upstream will get it (in prompt mode, the tools in its system prompt)."""
     body = request_transform.upstream_body(chat.body, target, stream=False)

@@ -8,12 +8,13 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app, g, request
 
-from toolproxy.errors import AuthenticationFailed, InvalidRequest, ProxyError, UpstreamUnavailable
+from toolproxy.errors import AuthenticationFailed, InvalidRequest, ModelNotFound, ProxyError, UpstreamUnavailable
+from toolproxy.fronts.anthropic_messages import AnthropicMessages
 from toolproxy.fronts.base import SSE_HEADERS, Front, json_response
 from toolproxy.fronts.openai_chat import OpenAIChat
 from toolproxy.fronts.openai_responses import OpenAIResponses
 from toolproxy.observe.record import TransformRecord, new_record
-from toolproxy.routes import models, vtc_chat
+from toolproxy.routes import models, tokens, vtc_chat
 from toolproxy.routes.chat import answer
 from toolproxy.routes.exchange import Exchange
 from toolproxy.routes.forward import forward as proxy_forward
@@ -26,7 +27,11 @@ from toolproxy.web.body import read_body
 bp = Blueprint("api", __name__)
 browsers.install(bp)
 # The front end of each API path (fronts/): its protocol's key, requests, answers and errors.
-FRONTS: dict[str, Callable[[], Front]] = {"api.chat_completions": OpenAIChat, "api.responses": OpenAIResponses}
+FRONTS: dict[str, Callable[[], Front]] = {"api.chat_completions": OpenAIChat, "api.responses": OpenAIResponses,
+                                          "api.messages": AnthropicMessages, "api.count_tokens": AnthropicMessages}
+SERVED = ("api.chat_completions", "api.responses", "api.messages")  # what `serve` answers: a record each
+# Paths whose clients read every error in their own protocol, a wrong method or an unknown subpath included.
+PATH_FRONTS: dict[str, Callable[[], Front]] = {"/v1/messages": AnthropicMessages}
 
 
 def current_proxy() -> Proxy:
@@ -42,6 +47,12 @@ def choose_front() -> None:
         g.front = make()
 
 
+def path_front(path: str) -> Front | None:
+    """The front end of a path no route matched (a wrong method, an unknown subpath), for its error."""
+    make = next((front for prefix, front in PATH_FRONTS.items() if path.startswith(prefix)), None)
+    return make() if make is not None else None
+
+
 @bp.before_request
 def require_api_key() -> None:
     keys = current_proxy().settings.api_keys
@@ -51,7 +62,7 @@ def require_api_key() -> None:
         return
     front: Front = g.get("front") or OpenAIChat()
     if keys and not key_matches(front.presented_key(request.headers), keys):
-        raise AuthenticationFailed("Incorrect or missing API key: send `Authorization: Bearer <key>`")
+        raise AuthenticationFailed(f"Incorrect or missing API key: send `{front.key_hint}`")
 
 
 def is_authorized(header: str, keys: tuple[str, ...]) -> bool:
@@ -82,6 +93,28 @@ def chat_completions() -> Response:
 @bp.post("/v1/responses")
 def responses() -> Response:
     return serve(g.front)
+
+
+@bp.post("/v1/messages")
+def messages() -> Response:
+    return serve(g.front)
+
+
+@bp.post("/v1/messages/count_tokens")
+def count_tokens() -> Response:
+    """The prompt's tokens, by the upstream's tokenizer where it has one (routes/tokens.py); no record. A model no
+    route serves is estimated, not refused: a client asks this of its background models too."""
+    proxy = current_proxy()
+    settings = proxy.settings
+    data = read_body(request.environ, limit=settings.max_body_bytes, timeout=settings.body_timeout)
+    g.body_read = True
+    chat = g.front.decode(data, settings)
+    try:
+        target = models.route(settings, chat.model)
+    except ModelNotFound:
+        return json_response({"input_tokens": tokens.estimate(chat)})
+    api_key = target.upstream_api_key or (client_token() if not settings.api_keys else None)
+    return json_response({"input_tokens": tokens.count(chat, target, proxy.http, api_key)})
 
 
 def serve(front: Front) -> Response:

@@ -86,8 +86,8 @@ def _assign_request_id() -> None:
 
 def _request_id_header(response: Response) -> Response:
     response.headers["X-Request-Id"] = g.get("request_id") or new_request_id()
-    # A chat completion's line comes with its record; one refused before routing has none (refusals.py).
-    if request.endpoint not in api.FRONTS or g.get("refused"):  # a front end's request logs with its record
+    # A request `serve` answered logs its line with its record; one refused before routing has none (refusals.py).
+    if request.endpoint not in api.SERVED or g.get("refused"):
         log_other(response.headers["X-Request-Id"], request.method, request.path, response.status_code)
     return response
 
@@ -100,7 +100,7 @@ def _nosniff(response: Response) -> Response:
 def error_response(error: ProxyError) -> Response:
     """In the protocol of the request's front end (an API path's), else as an OpenAI error object. A request
     refused before its body was read closes its connection (web/connection.py)."""
-    front = g.get("front")
+    front = g.get("front") or api.path_front(request.path)
     if front is not None and not g.get("body_read") and connection.has_unread_body(request.environ):
         connection.close_after(request.environ)
     if front is not None:
