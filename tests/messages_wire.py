@@ -44,6 +44,7 @@ def check_order(events: list[Event]) -> None:
     assert events[0][0] == "message_start"
     assert events[0][1]["message"]["usage"]["input_tokens"] > 0
     open_block: dict[str, Any] | None = None
+    last_delta = ""
     index = 0
     for name, payload in events[1:-2]:
         if name == "content_block_start":
@@ -55,11 +56,11 @@ def check_order(events: list[Event]) -> None:
             assert open_block is not None and payload["index"] == index
             assert payload["delta"]["type"] == _DELTAS[open_block["type"]] or (
                 open_block["type"] == "thinking" and payload["delta"]["type"] == "signature_delta")
-            open_block["last"] = payload["delta"]["type"]
+            last_delta = payload["delta"]["type"]
         elif name == "content_block_stop":
             assert open_block is not None and payload["index"] == index
             if open_block["type"] == "thinking":
-                assert open_block.get("last") == "signature_delta", "a thinking block must end with its signature"
+                assert last_delta == "signature_delta", "a thinking block must end with its signature"
             open_block, index = None, index + 1
         else:
             assert name == "ping", name

@@ -59,8 +59,7 @@ def test_the_upstream_gets_one_system_message_first_and_tool_results_after_their
     messages = sent(upstream)["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "user"]
     assert messages[0]["content"] == "You are terse.\n\n# Environment\ncwd: /work\n\nAnswer in English."
-    assert messages[1]["content"] == [{"type": "text", "text": "<system-reminder>be brief</system-reminder>"},
-                                      {"type": "text", "text": "look at src/app.py"}]
+    assert messages[1]["content"] == "<system-reminder>be brief</system-reminder>\n\nlook at src/app.py"
     assert messages[2] == {"role": "assistant", "content": "Reading.", "tool_calls": [
         {"id": "toolu_01", "type": "function", "function": {"name": "read", "arguments": '{"path":"src/app.py"}'}}]}
     assert messages[3] == {"role": "tool", "tool_call_id": "toolu_01", "content": "print('hi')"}

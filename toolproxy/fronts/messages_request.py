@@ -129,7 +129,9 @@ def _user(blocks: list[dict[str, Any]], where: str, called: set[str], notes: lis
             parts += _part(block, at, notes)
     if not parts:
         return results
-    content: Any = parts[0]["text"] if len(parts) == 1 and parts[0]["type"] == "text" else parts
+    # Text alone goes as one string: every chat template reads that, not all read a list of parts.
+    texts = [part["text"] for part in parts if part["type"] == "text"]
+    content: Any = "\n\n".join(texts) if len(texts) == len(parts) else parts
     return [*results, {"role": "user", "content": content}]
 
 
@@ -166,7 +168,7 @@ def _tool_result(block: dict[str, Any], at: str, notes: list[str]) -> tuple[dict
         part for position, item in enumerate(_blocks(content or [], f"{at}.content"))
         for part in _part(item, f"{at}.content.{position}", notes)]
     text = "\n".join(part["text"] for part in parts if part["type"] == "text")
-    if block.get("is_error") is True and not text.lower().startswith("error"):
+    if block.get("is_error") is True and text[:5].lower() != "error":
         text = f"Error: {text}"  # chat results carry no error flag: the model reads it in the text
     return {"role": "tool", "tool_call_id": call_id, "content": text}, \
         [part for part in parts if part["type"] != "text"]
