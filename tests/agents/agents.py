@@ -12,6 +12,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from tests.conftest import ROOT
 from tests.readme import PLACEHOLDER_URL, code_block
 
@@ -92,4 +94,33 @@ def run_codex(run: Run) -> subprocess.CompletedProcess[str]:
     return run.run([*argv[:-1], "--json", run.prompt], env)
 
 
-RUNNERS = {"opencode": run_opencode, "kilo": run_kilo, "cline": run_cline, "openclaw": run_openclaw}
+CLAUDE = "Claude Code"
+
+
+def run_claude(run: Run) -> subprocess.CompletedProcess[str]:
+    """Claude Code with the recipe's variables (its base URL has no /v1) and its command line."""
+    root = run.base_url.removesuffix("/v1")
+    exports: dict[str, str] = {}
+    argv: list[str] = []
+    for line in code_block(CLAUDE, "sh").replace(PLACEHOLDER_URL.removesuffix("/v1"), root).splitlines():
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["export"]:
+            name, _, value = words[1].partition("=")
+            exports[name] = value
+        elif words:
+            argv = words
+    return run.run([*argv[:-1], "--output-format", "json", run.prompt], run.env(**exports))
+
+
+def claude_proxy(work: Path) -> dict[str, str]:
+    """The proxy's side of the Claude Code recipe: its configuration's aliases (the upstream is the test's)."""
+    config = yaml.safe_load(code_block(CLAUDE, "yaml"))
+    path = work.parent / "toolproxy.yaml"
+    path.write_text(yaml.safe_dump({"model_aliases": config["model_aliases"]}))
+    return {"TOOLPROXY_CONFIG": str(path)}
+
+
+RUNNERS = {"opencode": run_opencode, "kilo": run_kilo, "cline": run_cline, "openclaw": run_openclaw,
+           "claude": run_claude}
+# What each agent needs of the proxy besides its upstream (the recipe's side of the configuration).
+PROXY_SETTINGS = {"claude": claude_proxy}

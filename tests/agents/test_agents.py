@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.agents import RUNNERS, Run
+from tests.agents.agents import PROXY_SETTINGS, RUNNERS, Run
 from tests.agents.scripted_model import FORMS, INTRO, ScriptedModel
 from tests.fake_upstream import FakeUpstream
 
@@ -42,7 +42,8 @@ def test_agent_reads_a_file_and_finishes(agent, form, tmp_path: Path, scripted_u
     (work / "notes.txt").write_text(f"The note says {secret}\n")
     model = ScriptedModel(form=form, path=str(work / "notes.txt"), marker="Task 4417", secret=secret)
     scripted_upstream.script = model
-    proxy = start_gunicorn({"TOOLPROXY_UPSTREAM": scripted_upstream.url}).wait_ready()
+    extra = PROXY_SETTINGS[agent](work) if agent in PROXY_SETTINGS else {}
+    proxy = start_gunicorn({"TOOLPROXY_UPSTREAM": scripted_upstream.url, **extra}).wait_ready()
     prompt = "Task 4417: read the file notes.txt in the current directory and tell me what it says."
     result = RUNNERS[agent](Run(work, home, f"{proxy.url}/v1", prompt, TIMEOUT))
     log = proxy.output()
@@ -54,6 +55,19 @@ def test_agent_reads_a_file_and_finishes(agent, form, tmp_path: Path, scripted_u
     assert result.returncode == 0, printed
     calls = [answer for answer in model.answers if answer.startswith(INTRO)]
     assert 1 <= len(calls) <= 2, f"the agent looped\n{printed}"
+    if agent == "claude":
+        assert_every_stream_answered_well(log, model, result.stdout, printed)
+
+
+def assert_every_stream_answered_well(log: str, model: ScriptedModel, stdout: str, printed: str) -> None:
+    """Claude Code asks again without streaming when a stream fails (its non-streaming fallback): that must never
+    be what saves a turn. Every request it made streamed (tools: the buffered stream route) and ended 200, every
+    upstream call named the model the recipe maps Claude's names to, and the turn ended without an error."""
+    assert json.loads(stdout)["is_error"] is False, printed
+    routes = ROUTE.findall(log)
+    assert routes and all(route in ("tools_stream", "stream") and status == "200"
+                          for route, status, _, _ in routes), f"a request did not stream well: {routes}\n{printed}"
+    assert {body.get("model") for body in model.requests} == {"qwen2.5-coder"}, printed
 
 
 def diagnosis(model: ScriptedModel, result: subprocess.CompletedProcess[str]) -> str:
