@@ -126,3 +126,17 @@ def test_a_body_near_the_size_limit_is_read_without_holding_the_loop(watched, up
     assert 14 * 1024 * 1024 < len(json.dumps(body)) < 16 * 1024 * 1024
     assert post(watched, body).status_code == 200
     assert worst_blocked_ms(watched) < LOOP_BUDGET_MS
+
+
+def test_a_messages_body_near_the_size_limit_is_read_without_holding_the_loop(watched, upstream):
+    """The same for Anthropic's Messages API: its decode and conversion pause between their steps too."""
+    upstream.completion("ok")
+    turns = [{"role": "user" if index % 2 == 0 else "assistant",
+              "content": [{"type": "text", "text": "word " * 2000}]} for index in range(1500)]
+    body = {"model": "m", "max_tokens": 64, "system": "be brief", "messages": turns}
+    assert 14 * 1024 * 1024 < len(json.dumps(body)) < 16 * 1024 * 1024
+    worst_blocked_ms(watched)  # start the watch afresh
+    response = requests.post(f"{watched.url}/v1/messages", data=json.dumps(body), timeout=120,
+                             headers={"Content-Type": "application/json"})
+    assert response.status_code == 200 and response.json()["content"] == [{"type": "text", "text": "ok"}]
+    assert worst_blocked_ms(watched) < LOOP_BUDGET_MS

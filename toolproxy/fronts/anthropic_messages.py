@@ -10,7 +10,7 @@ from werkzeug.datastructures import Headers
 from toolproxy.config.settings import Settings
 from toolproxy.errors import ProxyError
 from toolproxy.fronts import messages_request
-from toolproxy.fronts.base import Front, StreamEncoder, json_response, sse_response
+from toolproxy.fronts.base import Front, StreamEncoder, cooperate, json_response, sse_response
 from toolproxy.fronts.messages_answer import Framing, MessagesEncoder, error_object, message_of
 from toolproxy.fronts.messages_request import MessagesRequest
 from toolproxy.routes.exchange import Exchange
@@ -31,7 +31,7 @@ class AnthropicMessages(Front):
         return headers.get("x-api-key") or super().presented_key(headers)
 
     def decode(self, data: bytes, settings: Settings) -> ChatRequest:
-        self._request = messages_request.decode(data, settings)
+        self._request = messages_request.decode(data, settings, cooperate)
         return self._request.chat
 
     def notes(self) -> list[str]:
