@@ -72,13 +72,15 @@ def test_a_bad_request_is_named_in_anthropics_shape(data, named, upstream, proxy
     assert upstream.received == []
 
 
-def test_too_large_a_body_and_a_wrong_method(serve, settings):
+def test_too_large_a_body_a_wrong_method_path_or_type(serve, settings):
     proxy = serve(with_settings(settings, max_body_bytes=1000))
     big = {**BODY, "messages": [{"role": "user", "content": "x" * 2000}]}
     assert_anthropic_error(requests.post(f"{proxy.url}/v1/messages", json=big, timeout=10), 413, "request_too_large")
     assert_anthropic_error(requests.get(f"{proxy.url}/v1/messages", timeout=10), 405, "invalid_request_error")
     assert_anthropic_error(requests.post(f"{proxy.url}/v1/messages/batches", json=BODY, timeout=10), 404,
                            "not_found_error")
+    assert_anthropic_error(requests.post(f"{proxy.url}/v1/messages", data="{}", timeout=10,
+                                         headers={"Content-Type": "text/plain"}), 415, "invalid_request_error")
 
 
 @pytest.mark.parametrize(("status", "kind", "sdk_error"), [

@@ -183,3 +183,10 @@ def test_every_record_names_the_messages_protocol(messages_proxy):
     rows = wait_for_records(messages_proxy.url, 1, params={"protocol": "messages"})
     assert len(rows) == 1 and rows[0]["protocol"] == "messages"
     assert rows[0]["model"] == "hermes"
+
+
+def test_without_the_upstreams_counts_both_are_estimated_never_zero(serve, settings, upstream):
+    payload = {key: value for key, value in completion("Twelve chars").items() if key != "usage"}
+    upstream.script = lambda request, wire: wire.send_json(payload)
+    message = client_of(serve(settings).url).messages.create(model="m", max_tokens=64, messages=ASK)
+    assert message.usage.input_tokens > 0 and message.usage.output_tokens == 4  # 12 characters, 3 a token

@@ -19,7 +19,7 @@ from typing import Any
 
 from toolproxy.errors import ProxyError
 from toolproxy.fronts.base import StreamEncoder
-from toolproxy.transform.tokens import estimate_text
+from toolproxy.transform.tokens import estimate_written
 from toolproxy.transform.turn import (
     Answer,
     CallOut,
@@ -64,7 +64,7 @@ def message_of(answer: Answer, framing: Framing) -> dict[str, Any]:
         content.append({"type": "thinking", "thinking": turn.reasoning, "signature": signature(turn.reasoning)})
     if turn.text:
         content.append({"type": "text", "text": turn.text})
-    content += [_tool_use(call, {**call.input()}) for call in turn.calls]
+    content += [_tool_use(call, call.input()) for call in turn.calls]
     return {**_head(new_message_id(), framing, _input_tokens(answer.usage, framing)), "content": content,
             "stop_reason": stop_reason(turn.finish), "usage": usage_of(answer.usage, framing, _said(turn))}
 
@@ -73,9 +73,10 @@ def stop_reason(finish: str | None) -> str:
     return STOP_REASONS.get(finish or "stop", "end_turn")
 
 
-def usage_of(usage: Usage | None, framing: Framing, said: list[str]) -> dict[str, int]:
-    """The upstream's counts where it gave them; else the estimates (never 0 for a prompt: sglang#20678)."""
-    output = usage.output_tokens if usage is not None and usage.output_tokens is not None else estimate_text(*said)
+def usage_of(usage: Usage | None, framing: Framing, said: int) -> dict[str, int]:
+    """The upstream's counts where it gave them; else the estimates from the prompt and the `said` characters
+    of the answer (never 0 for a prompt: sgl-project/sglang#20678)."""
+    output = usage.output_tokens if usage is not None and usage.output_tokens is not None else estimate_written(said)
     return {"input_tokens": _input_tokens(usage, framing), "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0, "output_tokens": output}
 
@@ -110,8 +111,10 @@ def _input_tokens(usage: Usage | None, framing: Framing) -> int:
     return usage.input_tokens if usage is not None and usage.input_tokens else framing.prompt_tokens()
 
 
-def _said(turn: Turn) -> list[str]:
-    return [turn.reasoning or "", turn.text or "", *(call.name + call.arguments for call in turn.calls)]
+def _said(turn: Turn) -> int:
+    """The characters of what the model wrote: reasoning, text and calls."""
+    return len(turn.reasoning or "") + len(turn.text or "") + sum(len(call.name + call.arguments)
+                                                                   for call in turn.calls)
 
 
 def _tool_use(call: CallOut, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +145,7 @@ class MessagesEncoder(StreamEncoder):
         self._thought = hashlib.sha256()
         self._stop: str | None = None
         self._usage: Usage | None = None
-        self._said: list[str] = []
+        self._said = 0  # characters the model wrote
 
     def encode(self, batch: list[Item]) -> bytes:
         for item in batch:
@@ -168,13 +171,13 @@ class MessagesEncoder(StreamEncoder):
         if isinstance(item, KeepAlive):
             self._emit("ping", {})
         elif isinstance(item, Delta) and item.index == 0:
-            self._said += [item.reasoning, item.text]
+            self._said += len(item.reasoning) + len(item.text)
             if item.reasoning and self._framing.thinking:
                 self._thinking(item.reasoning)
             if item.text:
                 self._text(item.text)
         elif isinstance(item, CallReady) and item.index == 0:
-            self._said.append(item.call.name + item.call.arguments)
+            self._said += len(item.call.name) + len(item.call.arguments)
             self._call(item.call)
         elif isinstance(item, Finished) and item.index == 0:
             self._close()

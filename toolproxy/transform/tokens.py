@@ -32,9 +32,9 @@ def estimate(body: Mapping[str, Any]) -> int:
     return max(1, tokens + -(-chars // CHARS_PER_TOKEN))
 
 
-def estimate_text(*texts: str) -> int:
-    """Tokens of text the model wrote (an answer's, when the upstream did not count them), at least 1."""
-    return max(1, -(-sum(map(len, texts)) // CHARS_PER_TOKEN))
+def estimate_written(chars: int) -> int:
+    """Tokens of the characters the model wrote (an answer's, when the upstream did not count them), at least 1."""
+    return max(1, -(-chars // CHARS_PER_TOKEN))
 
 
 def _content(content: Any) -> tuple[int, int]:
