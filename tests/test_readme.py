@@ -58,6 +58,19 @@ def test_the_python_sdk_snippet_runs_as_written(serve, settings, capsys):
     assert json.loads(line.removeprefix("call #0: read_file ")) == {"path": "README.md"}
 
 
+def test_the_anthropic_sdk_snippet_runs_as_written(serve, settings, capsys):
+    """The Anthropic SDK's snippet, run against the demo model as written but for the address (no /v1)."""
+    from tests.conftest import with_settings
+
+    assert "`pip install anthropic`" in recipe("Anthropic SDKs")
+    snippet = code_block("Anthropic SDKs", "python")
+    proxy = serve(with_settings(settings, upstream=None))
+    exec(snippet.replace("http://127.0.0.1:8003", proxy.url), {})
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("call toolu_"))
+    assert line.split(": ", 1)[1] == "read_file {'path': 'README.md'}"
+
+
 def test_the_readme_curl_request_gets_a_call_from_the_demo_model(serve, settings):
     """The landing page's first request, run by curl as written (only the address changed)."""
     from tests.conftest import with_settings

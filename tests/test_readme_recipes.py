@@ -7,7 +7,11 @@ import json
 import shlex
 import tomllib
 
+import yaml
+
 from tests.readme import PLACEHOLDER_URL, code_block, recipe
+from toolproxy.config.settings import load_settings
+from toolproxy.routes import models
 
 
 def argv_of(title: str, program: str) -> list[str]:
@@ -53,3 +57,18 @@ def test_codex_recipe():
     argv = argv_of("Codex CLI", "codex")
     assert argv[1] == "exec" and "--skip-git-repo-check" in argv
     assert f"export {provider['env_key']}=" in code_block("Codex CLI", "sh")
+
+
+def test_claude_code_recipe(tmp_path):
+    """Claude Code's base URL is the proxy's without /v1 (it appends /v1/messages), and the proxy's configuration
+    maps Claude's names to the model ANTHROPIC_MODEL names."""
+    lines = [shlex.split(line, comments=True) for line in code_block("Claude Code", "sh").splitlines()]
+    exports = dict(argv[1].split("=", 1) for argv in lines if argv[:1] == ["export"])
+    assert exports["ANTHROPIC_BASE_URL"] == PLACEHOLDER_URL.removesuffix("/v1")
+    assert exports["ANTHROPIC_API_KEY"] and exports["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert argv_of("Claude Code", "claude")[1] == "-p"
+    path = tmp_path / "toolproxy.yaml"
+    path.write_text(code_block("Claude Code", "yaml"))
+    settings = load_settings({"TOOLPROXY_CONFIG": str(path)})
+    assert yaml.safe_load(path.read_text())["upstream"] == settings.upstream
+    assert models.alias(settings, "claude-haiku-4-5-20251001") == exports["ANTHROPIC_MODEL"]
