@@ -77,8 +77,10 @@ def test_too_large_a_body_a_wrong_method_path_or_type(serve, settings):
     big = {**BODY, "messages": [{"role": "user", "content": "x" * 2000}]}
     assert_anthropic_error(requests.post(f"{proxy.url}/v1/messages", json=big, timeout=10), 413, "request_too_large")
     assert_anthropic_error(requests.get(f"{proxy.url}/v1/messages", timeout=10), 405, "invalid_request_error")
-    assert_anthropic_error(requests.post(f"{proxy.url}/v1/messages/batches", json=BODY, timeout=10), 404,
-                           "not_found_error")
+    assert_anthropic_error(requests.get(f"{proxy.url}/v1/messages/count_tokens", timeout=10), 405,
+                           "invalid_request_error")
+    assert_anthropic_error(requests.delete(f"{proxy.url}/v1/messages/msg_1", timeout=10), 405,
+                           "invalid_request_error")
     assert_anthropic_error(requests.post(f"{proxy.url}/v1/messages", data="{}", timeout=10,
                                          headers={"Content-Type": "text/plain"}), 415, "invalid_request_error")
 
