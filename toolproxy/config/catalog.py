@@ -97,9 +97,10 @@ class Settings:
                                    "tools); see [Live text with tools](streaming.md)", per_model=True)
     reasoning_switch: str = setting(
         "none", "reasoning_switch", "how the upstream takes a client's reasoning effort (Responses' "
-        "`reasoning.effort`, Codex's `model_reasoning_effort`): `none` leaves it out, `reasoning_effort` sends "
-        "chat's `reasoning_effort` as given, `enable_thinking` / `thinking` set that `chat_template_kwargs` switch "
-        "(Qwen3 and GLM read `enable_thinking`, DeepSeek V3.1 `thinking`)", per_model=True)
+        "`reasoning.effort`, Codex's `model_reasoning_effort`, a Messages request's `thinking`): `none` leaves it "
+        "out, `reasoning_effort` sends chat's `reasoning_effort` as given, `enable_thinking` / `thinking` set that "
+        "`chat_template_kwargs` switch (Qwen3 and GLM read `enable_thinking`, DeepSeek V3.1 `thinking`)",
+        per_model=True)
     backend: str = setting("auto", "backend", "the upstream's server: `auto` (found from what it serves) or one of "
                            "`vllm`, `sglang`, `llamacpp`, `llama-cpp-python`, `ollama`, `lmstudio`, `mlx`, `generic`",
                            per_model=True)
