@@ -66,16 +66,18 @@ def start_upstream() -> Server:
 
 
 def start_gunicorn(name: str, app: str, upstream_port: int, data_dir: str, workers: int = 2,
-                   cwd: Path = ROOT, settings: dict[str, str] | None = None) -> Server:
+                   cwd: Path = ROOT, settings: dict[str, str] | None = None,
+                   config: str = "gunicorn.conf.py") -> Server:
     """toolproxy's gunicorn.conf.py for both targets: same worker class, count and connection settings. `cwd`:
-    another checkout of toolproxy (an earlier version, to compare in the same run)."""
+    another checkout of toolproxy (an earlier version, to compare in the same run); `settings`: more of its
+    environment; `config`: another configuration (bench/memory_probe.py)."""
     port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}/v1"
     env = {key: value for key, value in os.environ.items() if not key.startswith("TOOLPROXY_")}
     env.update({"TOOLPROXY_BIND": f"127.0.0.1:{port}", "TOOLPROXY_WORKERS": str(workers),
                 "TOOLPROXY_UPSTREAM": upstream, "TOOLPROXY_DATA_DIR": data_dir, "BENCH_FLOOR_UPSTREAM": upstream,
                 **(settings or {})})
-    command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", app]
+    command = [sys.executable, "-m", "gunicorn", "-c", config, app]
     return Server(name, command, env, port, cwd).wait_ready("/health")
 
 
