@@ -11,6 +11,7 @@ With a checkout (e.g. a `git worktree` of an earlier commit), that one's toolpro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from toolproxy.observe.logs import log_request
 from toolproxy.observe.metrics import Metrics
 from toolproxy.observe.record import TransformRecord, fill_answer, new_record
 from toolproxy.observe.translog import TransformLog
+from toolproxy.wire.jsonwire import dumps_text
 
 SECRETS = ("sk-bench-0123456789abcdef", "upstream-key-98765")
 AGENT_TOOLS = [{"type": "function", "function": {"name": f"tool_{n}", "description": "Does one thing well. " * 8,
@@ -37,17 +39,26 @@ AGENT_TOOLS = [{"type": "function", "function": {"name": f"tool_{n}", "descripti
 
 
 def record(text: str, name: str, arguments: dict[str, Any], tools: list[Any]) -> TransformRecord:
-    """A record as the routes fill it for a tool call written as text in `text`."""
+    """A record as the routes fill it for a tool call written as text in `text`: its source a slice of the text,
+    the arguments the client got (`wire`) the very string the answer holds."""
     done = new_record("opencode/1.0", "127.0.0.1", 600)
-    raw = json.dumps(arguments)
+    source, wire = text[text.index("<tool_call>"):], dumps_text(arguments)
     done.model, done.route, done.mode, done.status, done.upstream = "bench", "tools", "prompt", 200, "http://127.0.0.1:1"
     done.route_reason, done.dialects, done.tools, done.raw_text = "tools in the request", ["hermes"], tools, text
-    done.calls = [{"name": name, "arguments": arguments, "raw_arguments": raw, "source": raw, "dialect": "hermes",
-                   "valid": True}]
-    fill_answer(done, {"choices": [{"finish_reason": "tool_calls", "message": {
-        "content": text.split("\n")[0], "tool_calls": [{"function": {"name": name, "arguments": raw}}]}}]})
+    done.calls = [{"name": name, "arguments": arguments, "raw_arguments": source, "source": source,
+                   "dialect": "hermes", "wire": wire, "valid": True}]
+    fill_answer(done, answer_of(done))
+    if "client_calls" not in {item.name for item in dataclasses.fields(TransformRecord)}:  # an older checkout
+        done.calls = [{key: value for key, value in call.items() if key != "wire"} for call in done.calls]
     done.upstream_ms, done.overhead_ms = 2.0, 1.0
     return done
+
+
+def answer_of(done: TransformRecord) -> dict[str, Any]:
+    calls = [{"function": {"name": call["name"], "arguments": call.get("wire") or dumps_text(call["arguments"])}}
+             for call in done.calls]
+    return {"choices": [{"finish_reason": "tool_calls", "message": {"content": done.raw_text.split("\n")[0],
+                                                                    "tool_calls": calls}}]}
 
 
 def records() -> dict[str, TransformRecord]:
@@ -81,8 +92,7 @@ def add_us(log: TransformLog, done: TransformRecord, count: int) -> tuple[float,
 def measure(done: TransformRecord, secrets: tuple[str, ...], metrics: Metrics, count: int) -> list[float]:
     log = TransformLog(tempfile.mkdtemp(), secrets=secrets)
     row = getattr(log, "_row", None) or log._rows.row  # before and after observe/row.py
-    answer = {"choices": [{"finish_reason": "tool_calls", "message": {"content": done.client_content, "tool_calls": [
-        {"function": {"name": call["name"], "arguments": call["raw_arguments"]}} for call in done.calls]}}]}
+    answer = answer_of(done)
     return [cpu_us(lambda: row(done), count), *add_us(log, done, count),
             cpu_us(lambda: log_request(done, secrets), count), cpu_us(lambda: metrics.observe(done), count),
             cpu_us(lambda: fill_answer(done, answer), count)]

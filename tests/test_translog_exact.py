@@ -1,6 +1,7 @@
-"""What the transform log stores is exactly what it stored before the row was serialized once (observe/row.py):
-the walk of f4e553b, kept here as the reference, against tricky records, one by one and as hypothesis finds them.
-The row is compared as the tuple that goes into SQLite, so every column and every byte of the stored JSON counts."""
+"""What the transform log stores is exactly what it stored before the row was serialized once (observe/row.py) and
+before each byte of an answer was stored once (observe/stored.py): the walk of f4e553b, kept here as the reference
+(with the client's text as it was written then), against tricky records, one by one and as hypothesis finds them.
+Every column of the row counts, and the stored record as the pages read it back (`stored.expand`), key by key."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from toolproxy.observe import stored
 from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, truncate, usable_secrets
 from toolproxy.observe.row import TOOLS_KEPT
 from toolproxy.observe.translog import TransformLog
@@ -98,8 +100,26 @@ def _json(value: Any) -> str:
     return jsonwire.dumps(value).decode("utf-8")
 
 
+def old_client_text(content: Any, calls: list[tuple[str, str]]) -> str:
+    """What `fill_answer` wrote into the record before the text was composed on demand."""
+    listed = [{"name": name, "arguments": arguments} for name, arguments in calls]
+    return (content or "") + ("\n\n" + json.dumps(listed, ensure_ascii=False, indent=2) if listed else "")
+
+
+def old_fields(record: TransformRecord) -> dict[str, Any]:
+    """The record's fields as they were: the client's text written out, no references."""
+    fields = {item.name: getattr(record, item.name) for item in dataclasses.fields(record)}
+    calls = fields.pop("client_calls")
+    if fields["client_text"] is None:
+        fields["client_text"] = old_client_text(fields["client_content"], calls)
+        fields["response_bytes"] = len(fields["client_text"].encode("utf-8", errors="replace"))
+    fields["calls"] = [{key: value for key, value in call.items() if key != "wire"} if isinstance(call, dict)
+                       else call for call in fields["calls"]]
+    return fields
+
+
 def reference_row(record: TransformRecord, secrets: tuple[str, ...], limit: int) -> tuple[Any, ...]:
-    data = _scrub({item.name: getattr(record, item.name) for item in dataclasses.fields(record)}, secrets, limit)
+    data = _scrub(old_fields(record), secrets, limit)
     text = _json(data["tools"])
     data["tools"] = data["tools"] if len(text) <= limit else truncate(text, limit)
     keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
@@ -131,6 +151,20 @@ def make_record(**fields: Any) -> TransformRecord:
                               "raw_text": 'I will.\n<tool_call>{"name": "read"}</tool_call>', "client_text": "ok",
                               **fields}
     return TransformRecord("req_0000000000000001", 1_700_000_000.25, **values)
+
+
+def answered(content: str, arguments: Any, before: str = "", after: str = "", calls: int = 1,
+             name: str = "read") -> dict[str, Any]:
+    """A record's fields as the routes fill them for `calls` calls written as text after `content`: each call's
+    source in the model's text, its details carrying the very arguments string the client got, the client's text
+    left to be composed."""
+    sources = [f'<tool_call>{json.dumps({"name": name, "arguments": arguments})}</tool_call>' for _ in range(calls)]
+    wires = [jsonwire.dumps_text(arguments) for _ in range(calls)]  # one string per call, as the routes make them
+    return {"raw_text": before + content + "\n" + "\n".join(sources) + after, "client_text": None,
+            "client_content": content, "client_calls": [(name, wire) for wire in wires],
+            "calls": [{"name": name, "arguments": arguments, "raw_arguments": source, "source": source,
+                       "dialect": "hermes", "wire": wire, "valid": True}
+                      for source, wire in zip(sources, wires, strict=True)]}
 
 
 LONG = "x" * (LIMIT - 5) + SECRETS[0] + "y" * 400  # a secret across the cut
@@ -171,6 +205,25 @@ TRICKY = {
     "status as text": {"status": "client_disconnected", "finish_reason": None, "first_byte_ms": 3.5},
     "non-string key": {"calls": [{"name": "k", "arguments": {1: "one", None: "none", 2.5: "f"}}]},
     "invalid call": {"calls": [{"name": "read", "arguments": {}, "valid": False}], "issues": ["read: 'path' missing"]},
+    "composed": answered("I will read it.", {"path": "/a"}),
+    "composed, typed arguments": {**answered("I will.", {"limit": 5}), "raw_text": 'I will.\n<tool_call>{"name": '
+                                  '"read", "arguments": {"limit": "5"}}</tool_call>'},
+    "composed, no content": answered("", {"path": "/a"}),
+    "composed, two calls": answered("Both.", {"path": "/a"}, calls=2),
+    "composed, source not in the text": {**answered("I will.", {"path": "/a"}), "raw_text": "elsewhere"},
+    "composed, secret in the arguments": answered("I will.", {"token": f"x {SECRETS[0]} y"}),
+    "composed, secret in the content": answered(f"key {SECRETS[1]}", {"path": "/a"}),
+    "composed, credential key": answered("I will.", {"api_key": "v-1", "path": "/a"}),
+    "composed, credential words": answered("Authorization: Bearer tok-123456789012", {"q": "api_key=s3cr3t"}),
+    "composed, floats": answered("I will.", {"t": 0.5, "big": 1e16, "nan": math.nan}),
+    "composed, quotes and escapes": answered('say "hi" \\ \n', {"text": 'a "b" \\ \n \t \u0001 é ✓'}),
+    "composed, lone surrogate": answered("lone \ud800", {"k": "v\udc00"}),
+    "composed, content over the limit": answered("c" * (LIMIT + 10), {"path": "/a"}),
+    "composed, client text over the limit": answered("c" * (LIMIT - 50), {"path": "/a" * 40}),
+    "composed, only the client's text past the limit": answered("I will.", {"a": '"' * (LIMIT // 3)}),
+    "composed, no calls": {"raw_text": "Just text.", "client_text": None, "client_content": "Just text."},
+    "composed, a call the record does not hold": {**answered("I will.", {"path": "/a"}), "calls": []},
+    "composed, nothing delivered": {"client_text": None, "client_content": None},
 }
 
 
@@ -181,18 +234,44 @@ def test_the_stored_row_is_what_the_walk_stored(tmp_path: Path, fields: dict[str
     log = TransformLog(str(tmp_path), max_field_chars=LIMIT, secrets=secrets)
     record = make_record(**fields)
     expected = reference_row(record, usable_secrets(secrets), LIMIT)
-    assert as_text(log._rows.row(record)) == expected
-    assert as_text(log._rows.row(record)) == expected  # again: the tools now come from the cache
+    assert read_back(log._rows.row(record)) == read_back(expected)
+    assert read_back(log._rows.row(record)) == read_back(expected)  # again: the tools now come from the cache
     log.add(record)
     log.flush()
     with contextlib.closing(sqlite3.connect(log.path)) as connection:
-        stored = connection.execute("SELECT typeof(record), record, summary, dialects FROM records").fetchall()
-    assert stored == [("text", expected[-1], expected[-2], expected[-3])]
+        kept = connection.execute("SELECT typeof(record), record, summary, dialects FROM records").fetchall()
+    assert [(kind, shown(text), summary, dialects) for kind, text, summary, dialects in kept] == \
+        [("text", shown(expected[-1]), expected[-2], expected[-3])]
 
 
-def as_text(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The row with the record's JSON as text: it may come as UTF-8 bytes, which the INSERT casts to text."""
-    return (*row[:-1], row[-1].decode("utf-8") if isinstance(row[-1], bytes) else row[-1])
+def shown(text: str | bytes) -> Any:
+    """The stored record as the pages read it (`TransformLog.get`)."""
+    return stored.expand(json.loads(text))
+
+
+def read_back(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row with the record's JSON as the pages read it: every other column exactly as it goes into SQLite."""
+    return (*row[:-1], shown(row[-1]))
+
+
+@pytest.mark.parametrize("secrets", [(), SECRETS], ids=["no secrets", "secrets"])
+def test_a_source_past_the_cut_text_is_shown_up_to_the_cut(tmp_path: Path, secrets: tuple[str, ...]) -> None:
+    """The one place the record shown differs from the one stored before: the model's text is kept up to the field
+    limit, and a call's source that runs past it is no longer stored a second time, so it is shown up to that cut,
+    with how much more there was. Everything else is as it was."""
+    log = TransformLog(str(tmp_path), max_field_chars=LIMIT, secrets=secrets)
+    fields = answered("Writing it.", {"path": "a.py", "content": "line of code\n" * LIMIT})
+    record = make_record(**fields)
+    row, expected = read_back(log._rows.row(record)), read_back(reference_row(record, usable_secrets(secrets), LIMIT))
+    shown_call, expected_call = row[-1]["calls"][0], expected[-1]["calls"][0]
+    source = fields["calls"][0]["source"]
+    start = fields["raw_text"].index(source)
+    assert shown_call["source"] == shown_call["raw_arguments"] == \
+        f"{fields['raw_text'][start:LIMIT]}\n[… {len(source) - (LIMIT - start)} more characters cut]"
+    assert {**shown_call, "source": None, "raw_arguments": None} == \
+        {**expected_call, "source": None, "raw_arguments": None}
+    assert {**row[-1], "calls": None} == {**expected[-1], "calls": None} and row[:-1] == expected[:-1]
+    assert len(log._rows.row(record)[-1]) < len(reference_row(record, usable_secrets(secrets), LIMIT)[-1]) / 2
 
 
 def test_a_long_tool_list_stream_keeps_the_cache_bounded(tmp_path: Path) -> None:
@@ -200,7 +279,7 @@ def test_a_long_tool_list_stream_keeps_the_cache_bounded(tmp_path: Path) -> None
     for number in range(3 * TOOLS_KEPT):
         tools = [{"type": "function", "function": {"name": f"tool{number}"}}]
         record = make_record(tools=tools)
-        assert as_text(log._rows.row(record)) == reference_row(record, usable_secrets(SECRETS), LIMIT)
+        assert read_back(log._rows.row(record)) == read_back(reference_row(record, usable_secrets(SECRETS), LIMIT))
     assert len(log._rows._tools) <= TOOLS_KEPT
 
 
@@ -213,7 +292,7 @@ def test_tools_kept_by_their_json_are_walked_afresh_where_json_writes_the_record
         tools = [{"type": "function", "function": {"name": "t", "parameters": {"maximum": value}}}]
         for calls in ([], big):
             record = make_record(tools=tools, calls=calls)
-            assert as_text(log._rows.row(record)) == reference_row(record, (), LIMIT)
+            assert read_back(log._rows.row(record)) == read_back(reference_row(record, (), LIMIT))
 
 
 # What hypothesis draws from: the pieces redaction reacts to, so that it meets them often.
@@ -236,9 +315,33 @@ def test_any_record_is_stored_as_the_walk_stored_it(tmp_path_factory: pytest.Tem
     log = _log(str(tmp_path_factory.getbasetemp()), secrets, limit)
     record = make_record(raw_text=raw_text, client_text=client_text, issues=issues, tools=tools,
                          calls=[{"name": "x", "arguments": arguments, "raw_arguments": json.dumps(raw_text)}])
-    assert as_text(log._rows.row(record)) == reference_row(record, usable_secrets(secrets), limit)
+    assert read_back(log._rows.row(record)) == read_back(reference_row(record, usable_secrets(secrets), limit))
 
 
 @functools.cache
 def _log(directory: str, secrets: tuple[str, ...], limit: int) -> TransformLog:
     return TransformLog(directory, max_field_chars=limit, secrets=secrets)
+
+
+ARGUMENTS = st.dictionaries(KEYS, VALUES, max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(content=TEXT, before=TEXT, arguments=ARGUMENTS, calls=st.integers(1, 2),
+       secrets=st.sampled_from([(), SECRETS]), limit=st.sampled_from([LIMIT, 200]))
+def test_any_answer_is_shown_as_it_was_stored(tmp_path_factory: pytest.TempPathFactory, content: str, before: str,
+                                              arguments: dict[str, Any], calls: int, secrets: tuple[str, ...],
+                                              limit: int) -> None:
+    """A record as the routes fill it (sources in the model's text, the client's text to be composed) reads back as
+    the walk stored it, but for a source past the cut text (test_a_source_past_the_cut_text_is_shown_up_to_the_cut)."""
+    log = _log(str(tmp_path_factory.getbasetemp()), secrets, limit)
+    fields = answered(content, arguments, before=before, calls=calls)
+    record = make_record(**fields)
+    row = read_back(log._rows.row(record))
+    expected = read_back(reference_row(record, usable_secrets(secrets), limit))
+    for shown_call, expected_call, call in zip(row[-1]["calls"], expected[-1]["calls"], fields["calls"], strict=True):
+        if shown_call["source"] != expected_call["source"]:
+            assert len(call["source"]) > limit and shown_call["source"].endswith(" more characters cut]")
+            assert shown_call["source"] == shown_call["raw_arguments"]
+            shown_call["source"] = shown_call["raw_arguments"] = expected_call["source"]
+    assert row == expected

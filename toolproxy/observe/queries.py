@@ -12,6 +12,8 @@ import sqlite3
 import time
 from typing import Any
 
+from toolproxy.observe import stored
+
 logger = logging.getLogger("toolproxy.observe.translog")
 
 _STATS_TOTALS = ("SELECT count(*), coalesce(sum(typeof(status) = 'integer' AND status >= 400), 0), "
@@ -48,9 +50,9 @@ def recent(path: str, limit: int = 100, *, model: str | None = None, client: str
 
 
 def get(path: str, record_id: int) -> dict[str, Any] | None:
-    """The full record (redacted and truncated as stored), or None."""
+    """The full record (redacted and truncated as stored, each reference followed: stored.py), or None."""
     (rows,) = _read(path, [("SELECT id, record FROM records WHERE id = ?", (record_id,))])
-    return {"id": rows[0][0], **json.loads(rows[0][1])} if rows else None
+    return {"id": rows[0][0], **stored.expand(json.loads(rows[0][1]))} if rows else None
 
 
 def find(path: str, request_id: str) -> int | None:

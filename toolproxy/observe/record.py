@@ -3,18 +3,14 @@ through: what a record may hold and what it must never hold."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import json
 import os
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from toolproxy.wire.ids import random_id
 
@@ -57,10 +53,13 @@ class TransformRecord:
     error: str | None = None
     tools: Any = None  # the request's tools (as sent)
     raw_text: str = ""  # the model's text as the upstream returned it
-    client_text: str = ""  # what the client received (content, and the calls as JSON)
+    # What the client received as one text, where it is not its content and calls (`client_calls`); None: it is
+    # those, composed when a page asks (observe/composed.py), never written out on the request path.
+    client_text: str | None = None
     worker: int = 0  # os.getpid() of the worker that served it
     error_code: str | None = None  # ProxyError.code when the request failed; labels the upstream-error metric
     client_content: str | None = None  # the content alone, for the downloadable test case
+    client_calls: list[tuple[str, str]] = field(default_factory=list)  # (name, arguments) of the calls it got
     client_request_id: str = ""  # the X-Request-Id the client (or a reverse proxy in front) sent, if any
     denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
     strategy: str = ""  # a stream with tools: "buffered" or "incremental"
@@ -102,10 +101,32 @@ def redact_and_cut(text: str, secrets: tuple[str, ...], limit: int) -> str:
     """Made valid text (`valid_text`), redacted, then cut to `limit`. Only the kept part (and the margin) is made
     valid and redacted: doing all of a 256 KB answer, which three fields of a record hold, cost more than the rest
     of the request. `valid_text` maps one character to one, so cutting first changes nothing."""
+    return redact_and_cut_noting(text, secrets, limit)[0]
+
+
+def redact_and_cut_noting(text: str, secrets: tuple[str, ...], limit: int) -> tuple[str, bool]:
+    """`redact_and_cut`, and whether redaction changed the text or might change it written beside other text
+    (a credential word in it): a cut, or a lone surrogate made valid, aside."""
+    head = valid_text(text if len(text) <= limit else text[: limit + REDACT_MARGIN])
+    redacted = redact_with(head, secrets)
+    touched = redacted is not head or has_credential_word(head)
     if len(text) <= limit:
-        return redact_with(valid_text(text), secrets)
-    kept = redact_with(valid_text(text[: limit + REDACT_MARGIN]), secrets)[:limit]
-    return f"{kept}\n[… {len(text) - limit} more characters cut]"
+        return redacted, touched
+    return f"{redacted[:limit]}\n[… {len(text) - limit} more characters cut]", touched
+
+
+# Lower-cased, the words without which no credential pattern above (nor SECRET_KEY) can match.
+CREDENTIAL_WORDS = ("authorization", "bearer", "api_key", "api-key", "apikey")
+# The only non-ASCII letters that str.lower() or a case-blind regex turn into ASCII ones (U+0130, U+0131, U+017F and
+# the Kelvin sign): with one in the text, a credential word can hide from a search of the lower-cased text.
+FOLDING = "\u0130\u0131\u017f\u212a"
+
+
+def has_credential_word(text: str) -> bool:
+    """Whether a credential pattern could match `text` or the text written next to it."""
+    lowered = text.lower()
+    return any(word in lowered for word in CREDENTIAL_WORDS) or (
+        not text.isascii() and any(char in text for char in FOLDING))
 
 
 def usable_secrets(secrets: Sequence[str]) -> tuple[str, ...]:
@@ -175,23 +196,13 @@ def new_record(client: str, address: str, request_bytes: int, request_id: str | 
 
 
 def fill_answer(record: TransformRecord, answer: dict[str, Any] | None) -> None:
-    """What the client received, as the dashboard shows it: the content, and the calls as JSON."""
+    """What the client received, as the dashboard shows it: the content, and the calls (the answer's own strings,
+    not copies, so that nothing of a 256 KB answer is written out again on the request path)."""
     if not answer or not answer.get("choices"):
         return
     message = answer["choices"][0].get("message") or {}
     record.finish_reason = answer["choices"][0].get("finish_reason")
-    calls = [{"name": call["function"]["name"], "arguments": call["function"]["arguments"]}
-             for call in message.get("tool_calls") or []]
     record.client_content = message.get("content")
-    record.client_text = (message.get("content") or "") + ("\n\n" + _indented(calls) if calls else "")
-    record.response_bytes = len(record.client_text.encode("utf-8", errors="replace"))
-
-
-def _indented(calls: list[dict[str, Any]]) -> str:
-    """`json.dumps(calls, ensure_ascii=False, indent=2)`, from orjson when every value is a string (always, but for
-    a lone surrogate): the same text, byte for byte, where `json`'s indenting encoder runs in Python (0.4 ms for a
-    256 KB call)."""
-    if all(isinstance(value, str) for call in calls for value in call.values()):
-        with contextlib.suppress(TypeError):  # orjson.JSONEncodeError: a lone surrogate
-            return orjson.dumps(calls, option=orjson.OPT_INDENT_2).decode("utf-8")
-    return json.dumps(calls, ensure_ascii=False, indent=2)
+    record.client_calls = [(call["function"]["name"], call["function"]["arguments"])
+                           for call in message.get("tool_calls") or []]
+    record.client_text = None  # and `response_bytes` is counted where the record is stored, off the request path

@@ -16,7 +16,16 @@ from typing import Any
 
 import orjson
 
-from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, redact_and_cut, truncate
+from toolproxy.observe import stored
+from toolproxy.observe.record import (
+    CREDENTIAL_WORDS,
+    FOLDING,
+    REDACTED,
+    SECRET_KEY,
+    TransformRecord,
+    redact_and_cut_noting,
+    truncate,
+)
 from toolproxy.transform.response import EMPTY_ANSWER
 from toolproxy.wire import jsonwire
 
@@ -26,11 +35,9 @@ TOOLS_KEPT = 16  # distinct tool lists whose stored form is kept: agents send th
 # Anything orjson would write differently from the walk goes to `default`, which refuses it. A record holds what
 # JSON decoding and the routes put there; an Enum member, which orjson writes by value, is never among it.
 _PLAIN = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
-# Lower-cased, the words without which no credential pattern of record.py (nor SECRET_KEY) can match.
-_WORDS = (b"authorization", b"bearer", b"api_key", b"api-key", b"apikey")
-# The only non-ASCII letters that str.lower() or a case-blind regex turn into ASCII ones (U+0130, U+0131, U+017F and
-# the Kelvin sign): with one in the text, a credential word can hide from the byte search above.
-_FOLDING = tuple(char.encode() for char in "\u0130\u0131\u017f\u212a")
+# record.py's credential words and folding letters, as bytes of the record's JSON.
+_WORDS = tuple(word.encode() for word in CREDENTIAL_WORDS)
+_FOLDING = tuple(char.encode() for char in FOLDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,16 +59,13 @@ class Rows:
             self._forms: tuple[bytes, ...] | None = tuple(orjson.dumps(secret)[1:-1] for secret in secrets)
         except TypeError:  # a secret with a lone surrogate: every record takes the walk
             self._forms = None
+        # JSON-escaping a text could write a secret that holds a quote or a backslash (stored.encode).
+        self._composable = not any('"' in secret or "\\" in secret for secret in secrets)
 
     def row(self, record: TransformRecord) -> Row:
         fields = {name: getattr(record, name) for name in FIELDS}
         tools = self._stored_tools(fields["tools"])
-        text = self._as_is(fields, tools)
-        if text is None:
-            data = self._scrubbed(fields, tools)
-            text = self._serialized(data, fields["tools"])
-        else:
-            data = fields
+        data, text = self._as_is(fields, tools) or self._walked(fields, tools)
         summary = _summary(data, record.has_issues())
         status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
         # Converted here, so a malformed record costs itself in `add`, never its whole batch in the writer.
@@ -71,22 +75,29 @@ class Rows:
                 float(record.overhead_ms or 0), int(record.repairs or 0), summary["issue_count"],
                 _json(data["dialects"]), _json(summary), _column(text))
 
-    def _as_is(self, fields: dict[str, Any], tools: _Tools | None) -> bytes | None:
-        """The record's JSON when the walk would leave every value as it is; None when it might not."""
+    def _as_is(self, fields: dict[str, Any], tools: _Tools | None) -> tuple[dict[str, Any], bytes] | None:
+        """The record stored with every value as it is, where its JSON proves that the walk would change none."""
         if tools is None or self._forms is None:
             return None
-        # The answer's own text is in several fields: when they alone pass the limit, the probe would too (and
-        # serializing a 256 KB answer whole, five times over, costs more than the walk).
+        # Past the limit in its own text alone, the JSON would be too (and serializing a 256 KB answer whole to find
+        # that out costs more than the walk).
         if sum(len(value) for value in fields.values() if isinstance(value, str)) > self.limit:
             return None
-        try:
-            probe = orjson.dumps({**fields, "tools": None}, default=_refuse, option=_PLAIN)
+        data = stored.encode(fields, None, self.limit, composable=self._composable)
+        try:  # the tools last: what comes before them is the record's own
+            text = orjson.dumps({**data, "tools": orjson.Fragment(tools.json)}, default=_refuse, option=_PLAIN)
         except TypeError:  # orjson.JSONEncodeError: a lone surrogate, an integer past 64 bits, a key not a string
             return None
-        # A string over the limit is longer in JSON still (the tools, clipped apart, are not in the probe).
-        if len(probe) > self.limit or self._may_redact(probe):
+        own = text[: len(text) - len(tools.json) - 1]
+        # A string over the limit is longer in JSON still (the tools are clipped apart).
+        if len(own) > self.limit or self._may_redact(own):
             return None
-        return orjson.dumps({**fields, "tools": orjson.Fragment(tools.json)})
+        return data, text
+
+    def _walked(self, fields: dict[str, Any], tools: _Tools | None) -> tuple[dict[str, Any], bytes]:
+        data = stored.encode(fields, _Scrub(self.secrets, self.limit), self.limit, composable=self._composable)
+        data["tools"] = tools.value if tools is not None else self._clip_tools(self._scrub(fields["tools"], {}))
+        return data, self._serialized(data, fields["tools"])
 
     def _may_redact(self, probe: bytes) -> bool:
         """Whether redaction could change a string of this JSON: a secret, plain or (with a `\\u` or `\\/` in the
@@ -116,12 +127,6 @@ class Rows:
                     self._tools.popitem(last=False)
         return found
 
-    def _scrubbed(self, fields: dict[str, Any], tools: _Tools | None) -> dict[str, Any]:
-        seen: dict[int, str] = {}
-        data: dict[str, Any] = self._scrub({**fields, "tools": None}, seen)
-        data["tools"] = tools.value if tools is not None else self._clip_tools(self._scrub(fields["tools"], seen))
-        return data
-
     def _serialized(self, data: dict[str, Any], tools: Any) -> bytes:
         """The walked record's JSON. Where orjson refuses it (an integer past 64 bits), `json` writes all of it, and
         the tools are walked afresh: orjson writes NaN and None alike, so the tools kept under one key may differ
@@ -132,29 +137,55 @@ class Rows:
             data["tools"] = self._clip_tools(self._scrub(tools, {}))
             return jsonwire.dumps(data)
 
-    def _scrub(self, value: Any, seen: dict[int, str]) -> Any:
-        """Every string valid, redacted, then cut to the field limit; a string under a credential's name blanked
-        (only a string: a tool's schema may well describe a parameter called `api_key`). A long string met twice
-        (a call's source is its raw arguments) is done once: `seen` by identity, for one record."""
-        if isinstance(value, str):
-            if len(value) <= self.limit:
-                return redact_and_cut(value, self.secrets, self.limit)
-            if (done := seen.get(id(value))) is None:
-                done = seen[id(value)] = redact_and_cut(value, self.secrets, self.limit)
-            return done
-        if isinstance(value, dict):
-            return {self._scrub(str(key), seen): REDACTED if isinstance(item, str) and SECRET_KEY.search(str(key))
-                    else self._scrub(item, seen) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._scrub(item, seen) for item in value]
-        if value is None or isinstance(value, (bool, int, float)):
-            return value
-        return self._scrub(str(value), seen)
+    def _scrub(self, value: Any, seen: dict[int, tuple[str, bool]] | None = None) -> Any:
+        return _Scrub(self.secrets, self.limit, seen)(value)
 
     def _clip_tools(self, tools: Any) -> Any:
         """The tools as sent, or, when their JSON is over the field limit, that JSON cut (a string)."""
         text = _json(tools)
         return tools if len(text) <= self.limit else truncate(text, self.limit)
+
+
+class _Scrub:
+    """The walk: every string valid, redacted, then cut to the field limit; a string under a credential's name
+    blanked (only a string: a tool's schema may well describe a parameter called `api_key`). A long string met
+    twice (a call's source is its raw arguments) is done once: `seen` by identity, for one record. `changed`: set
+    when redaction changed something, or a value had to be made text."""
+
+    def __init__(self, secrets: tuple[str, ...], limit: int, seen: dict[int, tuple[str, bool]] | None = None) -> None:
+        self.secrets, self.limit = secrets, limit
+        self.seen: dict[int, tuple[str, bool]] = {} if seen is None else seen
+        self.changed = False
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            if len(value) <= self.limit:
+                done, changed = redact_and_cut_noting(value, self.secrets, self.limit)
+            elif (found := self.seen.get(id(value))) is None:
+                done, changed = self.seen[id(value)] = redact_and_cut_noting(value, self.secrets, self.limit)
+            else:
+                done, changed = found
+            self.changed = self.changed or changed
+            return done
+        if isinstance(value, dict):
+            return {self._key(key): self._blanked(key, item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self(item) for item in value]
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        self.changed = True
+        return self(str(value))
+
+    def _key(self, key: Any) -> str:
+        if not isinstance(key, str):
+            self.changed = True
+        return str(self(str(key)))
+
+    def _blanked(self, key: Any, item: Any) -> Any:
+        if isinstance(item, str) and SECRET_KEY.search(str(key)):
+            self.changed = True
+            return REDACTED
+        return self(item)
 
 
 def _refuse(value: Any) -> Any:
@@ -187,8 +218,9 @@ def _text(value: Any) -> str:
 def _column(text: bytes) -> str | bytes:
     """The record's JSON for its column: as text when ASCII (decoding is a copy, binding is free), else the UTF-8
     bytes, which the INSERT casts to the same TEXT. Decoding 400 KB with a `…` in it to a str, for the sqlite3
-    module to encode it back to UTF-8, cost 0.4 ms a record."""
-    return text.decode("ascii") if text.isascii() else text
+    module to encode it back to UTF-8, cost 0.4 ms a record. Either is of its own size: orjson's buffer (1 MiB for
+    a 150 KB row) would wait in the queue with it."""
+    return text.decode("ascii") if text.isascii() else jsonwire.fitted(text)
 
 
 def _json(value: Any) -> str:

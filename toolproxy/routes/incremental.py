@@ -174,8 +174,12 @@ class LiveConverter:
         outcome.denied.extend(live.extraction.denied)
         outcome.attempts.extend(live.extraction.attempts)
         outcome.calls.extend(call.name for call in state.calls)
+        # Each call the client got is one the reply found, in the same order (`_ready`): its record refers to it.
+        wires = [out.arguments for out in state.calls] if len(state.calls) == len(live.calls) else []
         outcome.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
-                                "source": call.source, "dialect": call.dialect} for call in live.calls)
+                                "source": call.source, "dialect": call.dialect,
+                                **({"wire": wires[number]} if wires else {})}
+                               for number, call in enumerate(live.calls))
         if index != min(self._choices):
             return
         native = [{"name": call.name, "arguments": call.arguments} for call in live.native.calls()]

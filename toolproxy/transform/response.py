@@ -48,11 +48,13 @@ class Outcome:
         self.denied.extend(extraction.denied)
         self.attempts.extend(extraction.attempts)
 
-    def returned(self, calls: Sequence[Call]) -> None:
-        """The calls the client gets, named for the log line and detailed for the transform log."""
+    def returned(self, calls: Sequence[Call], wires: Sequence[str]) -> None:
+        """The calls the client gets, named for the log line and detailed for the transform log; `wires`: the
+        arguments as the client gets them, the very strings, by which its record refers to them."""
         self.calls.extend(call.name for call in calls)
         self.details.extend({"name": call.name, "arguments": call.arguments, "raw_arguments": call.source,
-                             "source": call.source, "dialect": call.dialect} for call in calls)
+                             "source": call.source, "dialect": call.dialect, "wire": wire}
+                            for call, wire in zip(calls, wires, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +110,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
     outcome.add(combined)
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
     _assign_ids(calls, request.id_style)
-    outcome.returned(combined.calls[:len(calls)])
+    outcome.returned(combined.calls[:len(calls)], [call["function"]["arguments"] for call in calls])
     message["role"] = "assistant"
     message["content"] = combined.content() if content or combined.calls or native else content
     if combined.reasoning:
