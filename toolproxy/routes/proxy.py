@@ -58,6 +58,10 @@ class Proxy:
     def record(self, record: TransformRecord) -> None:
         """A finished request into the shared log, the metrics and its one log line; none ever fails the request."""
         self.translog.add(record)
+        self.observe(record)
+
+    def observe(self, record: TransformRecord) -> None:
+        """The metrics and the log line of a finished request (its record goes to the log apart: `Stored`)."""
         self.metrics.observe(record)
         log_request(record, self.secrets)
 
