@@ -147,7 +147,7 @@ class HttpUpstream:
             if "text/event-stream" in content_type:
                 return Forwarded(content_type, chunks=self._reads(response, call), close=response.close)
             try:
-                return Forwarded(content_type, self._read_body(response, call.deadline))
+                return Forwarded(content_type, bytes(self._read_body(response, call.deadline)))
             finally:
                 response.close()
 
@@ -236,9 +236,10 @@ class HttpUpstream:
         return self._session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
                                                    verify=self._verify, proxies=self._proxies(url))
 
-    def _read_body(self, response: requests.Response, deadline: float | None = None) -> bytes:
+    def _read_body(self, response: requests.Response, deadline: float | None = None) -> bytearray:
         """The whole body, decompressed, refusing more than the configured size (a gzip bomb included) and, read
-        after read, anything past the deadline (an upstream trickling bytes never trips a read timeout)."""
+        after read, anything past the deadline (an upstream trickling bytes never trips a read timeout). Decoded
+        where it was read: a copy into `bytes` was a second 256 KB answer, held until the decode ended."""
         body = bytearray()
         try:
             while chunk := response.raw.read1(READ_SIZE, decode_content=True):
@@ -248,9 +249,9 @@ class HttpUpstream:
                 check_deadline(deadline)
         except (requests.RequestException, OSError, Urllib3Error) as error:
             raise translate(error) from None
-        return bytes(body)
+        return body
 
-    def _decode_object(self, body: bytes) -> dict[str, Any]:
+    def _decode_object(self, body: bytes | bytearray) -> dict[str, Any]:
         try:
             value = jsonwire.loads(body, self._max_depth, self._max_containers)
         except jsonwire.JsonWireError as error:

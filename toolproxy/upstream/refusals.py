@@ -22,7 +22,7 @@ def without_key(error: UpstreamError, api_key: str | None) -> UpstreamError:
     return error
 
 
-def status_error(status: int, body: bytes, headers: Any) -> UpstreamStatusError:
+def status_error(status: int, body: bytes | bytearray, headers: Any) -> UpstreamStatusError:
     passed = {"Retry-After": headers["Retry-After"]} if headers.get("Retry-After") else {}
     try:
         parsed = json.loads(body)

@@ -41,7 +41,7 @@ MAX_VALUES = 250_000
 PAUSE_BYTES = 256 * 1024  # a body this large pauses between its decode and the checks on what it decoded
 
 
-def loads(data: bytes, max_depth: int, max_containers: int = 100_000, *, keep_wire: bool = False,
+def loads(data: bytes | bytearray, max_depth: int, max_containers: int = 100_000, *, keep_wire: bool = False,
           pause: Callable[[], None] | None = None) -> Any:
     """Decode a body. Nesting deeper than `max_depth` is refused whatever Python's own recursion limit is,
     so the answer to a JSON bomb does not change between Python releases; more than `max_containers` arrays
@@ -60,10 +60,13 @@ def loads(data: bytes, max_depth: int, max_containers: int = 100_000, *, keep_wi
         too_deep = depth_exceeds(value, max_depth)
     if too_deep:
         raise JsonWireError(f"JSON nested deeper than {max_depth} levels")
-    return Encoded(value, data) if keep_wire and strict and type(value) is dict else value
+    if keep_wire and strict and type(value) is dict:
+        return Encoded(value, data if isinstance(data, bytes) else bytes(data))
+    return value
 
 
-def _loads_strictly(data: bytes, max_depth: int, pause: Callable[[], None] | None) -> tuple[Any, bool, bool]:
+def _loads_strictly(data: bytes | bytearray, max_depth: int,
+                    pause: Callable[[], None] | None) -> tuple[Any, bool, bool]:
     """(value, True, too deep) when orjson decodes `data` as json would, else (None, False, False). One walk
     over the levels answers both how deep it nests and whether an integer may have been lost."""
     try:
@@ -129,7 +132,7 @@ def _has_float(value: Any, at_least: float = 0.0) -> bool:
     return False
 
 
-def _loads_slowly(data: bytes, max_depth: int) -> Any:
+def _loads_slowly(data: bytes | bytearray, max_depth: int) -> Any:
     try:
         value = json.loads(data)
     except RecursionError:
@@ -141,7 +144,7 @@ def _loads_slowly(data: bytes, max_depth: int) -> Any:
     return value
 
 
-def has_too_many_values(data: bytes, limit: int, pause: Callable[[], None] | None = None) -> bool:
+def has_too_many_values(data: bytes | bytearray, limit: int, pause: Callable[[], None] | None = None) -> bool:
     """Whether `data` holds more than about `limit` values: one after each `,` or `:` outside strings, one more
     per container. All of them first (an upper bound, at C speed), then, only when that is over the limit, those
     outside strings (prose in strings is full of commas)."""
@@ -150,7 +153,7 @@ def has_too_many_values(data: bytes, limit: int, pause: Callable[[], None] | Non
     return _outside_strings(data, _VALUE_MARKS, pause) > limit
 
 
-def has_too_many_containers(data: bytes, limit: int, pause: Callable[[], None] | None = None) -> bool:
+def has_too_many_containers(data: bytes | bytearray, limit: int, pause: Callable[[], None] | None = None) -> bool:
     """Whether `data` opens more than `limit` arrays and objects: all brackets first (an upper bound; deleting
     them is one pass, where `count` took one per bracket and a quarter longer), then, only when that is over the
     limit, those outside strings."""
@@ -163,11 +166,11 @@ _VALUE_MARKS, _CONTAINER_MARKS = b",:[{", b"[{"
 SLICE_BYTES = 512 * 1024  # what `_outside_strings` reads between two pauses: a few milliseconds
 
 
-def _structural(data: bytes, marks: bytes) -> int:
+def _structural(data: bytes | bytearray, marks: bytes) -> int:
     return len(data) - len(data.translate(None, marks))
 
 
-def _outside_strings(data: bytes, marks: bytes, pause: Callable[[], None] | None) -> int:
+def _outside_strings(data: bytes | bytearray, marks: bytes, pause: Callable[[], None] | None) -> int:
     """How many of `marks` stand outside strings, a slice at a time (pausing between slices): escaped
     backslashes and quotes are dropped, then the quotes that remain split each slice into what is outside and
     inside strings, alternately. A string left open at the end counts as outside (it is not JSON anyway). A
@@ -197,7 +200,7 @@ def _outside_strings(data: bytes, marks: bytes, pause: Callable[[], None] | None
     return count + (open_count if inside else 0)
 
 
-def _slice_end(data: bytes, start: int, end: int) -> int:
+def _slice_end(data: bytes | bytearray, start: int, end: int) -> int:
     """A cut that does not part a backslash from the character it escapes. The slice began where no escape was
     cut in two, so its backslashes pair up from its start."""
     if end >= len(data):
