@@ -3,12 +3,13 @@ against toolproxy started with bench/memory_probe.py, which samples each worker 
 free, what Python's tracemalloc holds, the transform log's queue) and counts the large strings and bytes alive at
 the worker's highest RSS, with where each was made.
 
-    .venv/bin/python bench/memory.py small|big|stream|tools_stream|transcript [clients [seconds]] [--trace N]
+    .venv/bin/python bench/memory.py small|big|stream|tools_stream|transcript|slow [clients [seconds]] [--trace N]
     .venv/bin/python bench/memory.py big --one
 
 --trace N: tracemalloc with N frames (slower, and its own bookkeeping adds to RSS: read its figures for where,
 not how much). MALLOC_* variables set when this starts reach every process (the client and upstream too);
 BENCH_MMAP_THRESHOLD, BENCH_TRIM_THRESHOLD and BENCH_ARENA_MAX set glibc's mallopt in toolproxy's workers only.
+slow: `clients` slow streams at once, one request each (the load benchmark's 500).
 --one: a single request through the app in this process, and every allocation of 32 KiB or more alive at the moment
 its response body is made (how many times one request holds its answer).
 """
@@ -20,13 +21,14 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import client
-from bench.processes import start_gunicorn, start_upstream, tree_cpu, tree_rss
+from bench import client, workload
+from bench.processes import RssPeak, start_gunicorn, start_upstream, tree_cpu, tree_rss
 from bench.profile import BODIES
 
 MiB = 1024 * 1024
@@ -48,11 +50,15 @@ def report(probe: dict[str, Any]) -> list[str]:
              f"Python traced {mib(peak['traced'])}; log queue {peak['queued_rows']} rows, "
              f"{mib(peak['queued_bytes'])} MiB; anonymous {mib(peak['smaps'].get('Anonymous', 0))} MiB",
              f"  highest over the run: heap free {mib(max(s['heap_free'] for s in samples))}, log queue "
-             f"{mib(max(s['queued_bytes'] for s in samples))} MiB ({max(s['queued_rows'] for s in samples)} rows)",
-             f"  big strings/bytes reachable at the peak: {peak['census']['objects']} objects, "
-             f"{mib(peak['census']['bytes'])} MiB"]
-    lines += [f"    {count:4d} x {mib(size / count)} = {mib(size)} MiB  {place}"
-              for place, count, size in peak["census"]["by_place"][:15]]
+             f"{mib(max(s['queued_bytes'] for s in samples))} MiB ({max(s['queued_rows'] for s in samples)} rows)"]
+    if peak["census"]:
+        lines.append(f"  big strings/bytes reachable at the peak: {peak['census']['objects']} objects, "
+                     f"{mib(peak['census']['bytes'])} MiB; {peak['census']['greenlets']} greenlets holding "
+                     f"{mib(peak['census']['stacks'])} MiB of saved C stack")
+        lines += [f"    {count:4d} x {mib(size / count)} = {mib(size)} MiB  {place}"
+                  for place, count, size in peak["census"]["by_place"][:15]]
+        lines.append("  gc-tracked objects at the peak, by type (their own size, not what they hold):")
+        lines += [f"    {mib(size)} MiB in {count} {name}" for name, count, size in peak["census"]["kinds"][:12]]
     if "traced_big" in peak["census"]:
         lines.append("  tracemalloc, live allocations of 32 KiB or more at the peak, by where they were made:")
         lines += [f"    {count:4d} x {mib(size / count)} = {mib(size)} MiB  {place}"
@@ -73,13 +79,17 @@ def main(scenario: str, clients: int, seconds: float, trace: int) -> None:
                            config="bench/memory_probe.py", settings=env)
     try:
         idle = tree_rss(proxy.process.pid)
-        request = client.request_bytes(proxy.port, BODIES[scenario])
-        cpu = tree_cpu(proxy.process.pid)
-        load = asyncio.run(client.drive(proxy.port, request, clients, seconds))
+        body = workload.request_body("bench-slow", tools=False, stream=True) if scenario == "slow" else BODIES[scenario]
+        request = client.request_bytes(proxy.port, body)
+        cpu, peak = tree_cpu(proxy.process.pid), RssPeak(proxy.process.pid)
+        load = asyncio.run(client.once_each(proxy.port, request, clients, timeout=120) if scenario == "slow"
+                           else client.drive(proxy.port, request, clients, seconds))
         cpu = tree_cpu(proxy.process.pid) - cpu
+        peak.stop()
+        time.sleep(1)  # the last answers sent, the workers idle
         print(f"{scenario}, {clients} clients, {seconds:g} s: {len(load.exchanges)} answered, {load.errors} errors, "
-              f"{cpu * 1000 / max(load.answered, 1):.2f} CPU ms per request; "
-              f"tree RSS idle {mib(idle)} MiB, after {mib(tree_rss(proxy.process.pid))} MiB; "
+              f"{cpu * 1000 / max(load.answered, len(load.exchanges), 1):.2f} CPU ms per request; "
+              f"tree RSS idle {mib(idle)} MiB, peak {mib(peak.peak)}, a second after {mib(tree_rss(proxy.process.pid))} MiB; "
               f"allocator settings: {({k: v for k, v in os.environ.items() if k.startswith(('MALLOC_', 'BENCH_'))})}")
     finally:
         proxy.stop()

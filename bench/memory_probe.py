@@ -18,6 +18,7 @@ import time
 import tracemalloc
 from typing import Any
 
+import greenlet
 from gevent import monkey
 
 from toolproxy.server import gunicorn_settings, settings_or_exit
@@ -54,6 +55,20 @@ def smaps() -> dict[str, int]:
     return {fields[0].rstrip(":"): int(fields[1]) * 1024 for fields in lines}
 
 
+def _holders(item: Any) -> str:
+    """What refers to `item`: each referrer's type, and for a dict its first keys (a record's fields, a call)."""
+    names = []
+    for holder in gc.get_referrers(item):
+        if isinstance(holder, dict):
+            names.append("dict(" + ",".join(list(map(str, holder))[:3]) + ")")
+        elif not isinstance(holder, list) or holder is not _SEEN:
+            names.append(type(holder).__qualname__)
+    return " + ".join(sorted(names))
+
+
+_SEEN: list[Any] = []
+
+
 def census() -> dict[str, Any]:
     """Every str, bytes and bytearray of BIG or more reachable from a gc-tracked object (frames of suspended
     greenlets, dicts, lists, queues), by size and by where it was allocated."""
@@ -67,11 +82,19 @@ def census() -> dict[str, Any]:
     for item in seen.values():
         trace = tracemalloc.get_object_traceback(item) if tracemalloc.is_tracing() else None
         place = " <- ".join(f"{frame.filename.rsplit('/', 2)[-1]}:{frame.lineno}" for frame in
-                            list(trace)[::-1][:4]) if trace else "?"
+                            list(trace)[::-1][:4]) if trace else "held by " + _holders(item)
         key = f"{type(item).__name__} {place}"
         by_place[key] += sys.getsizeof(item)
         count[key] += 1
-    return {"objects": len(seen), "bytes": sum(by_place.values()),
+    everything = gc.get_objects()
+    greenlets = [item for item in everything if isinstance(item, greenlet.greenlet)]
+    kinds = collections.Counter(type(item).__qualname__ for item in everything)
+    sizes: collections.Counter[str] = collections.Counter()
+    for item in everything:
+        sizes[type(item).__qualname__] += sys.getsizeof(item)
+    return {"greenlets": len(greenlets), "stacks": sum(item._stack_saved for item in greenlets),
+            "kinds": [(name, kinds[name], size) for name, size in sizes.most_common(20)],
+            "objects": len(seen), "bytes": sum(by_place.values()),
             "by_place": [(key, count[key], size) for key, size in by_place.most_common(30)],
             **(traced_big() if tracemalloc.is_tracing() else {})}
 
@@ -113,13 +136,19 @@ class Probe:
 
     def run(self) -> None:
         sleep = monkey.get_original("time", "sleep")
+        trim_every = float(os.environ.get("BENCH_TRIM_EVERY") or 0)  # seconds between malloc_trim(0) calls
+        trimmed = time.monotonic()
         while True:
             sleep(SAMPLE_SECONDS)
+            if trim_every and time.monotonic() - trimmed >= trim_every:
+                ctypes.CDLL("libc.so.6").malloc_trim(0)
+                trimmed = time.monotonic()
             current = self.sample()
             self.samples.append(current)
-            if current["rss"] >= self.last_census + CENSUS_STEP and not os.environ.get("BENCH_NO_CENSUS"):
+            if current["rss"] >= self.last_census + CENSUS_STEP:
                 self.last_census = current["rss"]
-                self.peak = {**current, "smaps": smaps(), "census": census()}
+                counted = {} if os.environ.get("BENCH_NO_CENSUS") else census()
+                self.peak = {**current, "smaps": smaps(), "census": counted}
 
     def write(self) -> None:
         directory = os.environ.get("BENCH_MEMORY_DIR")

@@ -19,6 +19,7 @@ from gunicorn.app.base import BaseApplication
 from toolproxy.config.exposure import exposure_problem
 from toolproxy.config.report import warnings_for
 from toolproxy.config.settings import ConfigError, Settings, load_settings
+from toolproxy.server import heap
 from toolproxy.server.banner import banner, listener_urls
 from toolproxy.server.instance import Claim, InstanceProblem, claim, fresh_metrics_dir
 
@@ -62,6 +63,9 @@ def gunicorn_settings(settings: Settings) -> dict[str, Any]:
         "control_socket_disable": True,
         **_hooks(settings),
         "child_exit": _child_exit,
+        # glibc's heap, given back after big requests (heap.py says what was measured).
+        "pre_request": heap.request_started,
+        "post_request": heap.request_finished,
         **({"logconfig_dict": _JSON_LOGS} if settings.log_format == "json" else {}),
     }
 
