@@ -22,8 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproxy.observe import stored
-from toolproxy.observe.record import REDACTED, SECRET_KEY, TransformRecord, truncate, usable_secrets
+from toolproxy.observe import kept, stored
+from toolproxy.observe.record import REDACT_MARGIN, REDACTED, SECRET_KEY, TransformRecord, truncate, usable_secrets
 from toolproxy.observe.row import TOOLS_KEPT
 from toolproxy.observe.translog import TransformLog
 from toolproxy.transform.response import EMPTY_ANSWER
@@ -345,3 +345,22 @@ def test_any_answer_is_shown_as_it_was_stored(tmp_path_factory: pytest.TempPathF
             assert shown_call["source"] == shown_call["raw_arguments"]
             shown_call["source"] = shown_call["raw_arguments"] = expected_call["source"]
     assert row == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(content=TEXT, before=TEXT, after=TEXT, arguments=ARGUMENTS, calls=st.integers(1, 2), long=st.integers(0, 3),
+       secrets=st.sampled_from([(), SECRETS]))
+def test_what_a_finished_record_keeps_is_stored_as_the_whole(tmp_path_factory: pytest.TempPathFactory, content: str,
+                                                              before: str, after: str, arguments: dict[str, Any],
+                                                              calls: int, long: int, secrets: tuple[str, ...]) -> None:
+    """kept.keep cuts a long record down to what its row reads, as soon as the request is over: the row is the same,
+    byte for byte, as the whole record's (long: which of the model's text, the arguments, both, or neither run past
+    what the row keeps)."""
+    limit = 200
+    padding = "p" * (limit + REDACT_MARGIN + 10)
+    arguments = {**arguments, "big": padding} if long & 1 else arguments
+    fields = answered(content, arguments, before=before + (padding if long & 2 else ""), after=after, calls=calls)
+    log = _log(str(tmp_path_factory.getbasetemp()), secrets, limit)
+    whole, cut = make_record(**fields), make_record(**fields)
+    kept.keep(cut, limit)
+    assert log._rows.row(cut) == log._rows.row(whole)

@@ -75,6 +75,30 @@ class TransformRecord:
         return dataclasses.asdict(self)
 
 
+class Clipped(str):
+    """The beginning of a longer text (`length` characters): all of it a row reads (observe/kept.py)."""
+
+    length: int
+
+    def __new__(cls, text: str, length: int) -> Clipped:
+        clipped = super().__new__(cls, text)
+        clipped.length = length
+        return clipped
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Where a call's source is in its record's model text, within what the record keeps (observe/kept.py)."""
+
+    start: int
+    end: int
+
+
+def full_length(text: str) -> int:
+    """The length of the text a record was given, where it keeps only its beginning."""
+    return text.length if isinstance(text, Clipped) else len(text)
+
+
 def redact(text: str, secrets: Sequence[str]) -> str:
     """`text` with every secret (of 4 characters or more) and anything shaped like a credential replaced."""
     return redact_with(text, _usable(tuple(secrets)))
@@ -107,12 +131,13 @@ def redact_and_cut(text: str, secrets: tuple[str, ...], limit: int) -> str:
 def redact_and_cut_noting(text: str, secrets: tuple[str, ...], limit: int) -> tuple[str, bool]:
     """`redact_and_cut`, and whether redaction changed the text or might change it written beside other text
     (a credential word in it): a cut, or a lone surrogate made valid, aside."""
-    head = valid_text(text if len(text) <= limit else text[: limit + REDACT_MARGIN])
+    length = full_length(text)
+    head = valid_text(text if length <= limit else text[: limit + REDACT_MARGIN])
     redacted = redact_with(head, secrets)
     touched = redacted is not head or has_credential_word(head)
-    if len(text) <= limit:
+    if length <= limit:
         return redacted, touched
-    return f"{redacted[:limit]}\n[… {len(text) - limit} more characters cut]", touched
+    return f"{redacted[:limit]}\n[… {length - limit} more characters cut]", touched
 
 
 # Lower-cased, the words without which no credential pattern above (nor SECRET_KEY) can match.

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from toolproxy.dialects.base import call_from_json
 from toolproxy.observe import composed
+from toolproxy.observe.record import Span, full_length
 from toolproxy.wire import jsonwire
 
 FORMAT = 2
@@ -45,9 +46,10 @@ def encode(fields: dict[str, Any], scrub: Scrub | None, limit: int, composable: 
     raw, raw_intact = _scrubbed(scrub, fields["raw_text"])
     data = {name: value if scrub is None else scrub(value) for name, value in fields.items() if name not in _REFERRED}
     data["raw_text"] = raw
-    raw_cut = isinstance(fields["raw_text"], str) and len(fields["raw_text"]) > limit
+    given = fields["raw_text"] if isinstance(fields["raw_text"], str) else ""
+    raw_cut = full_length(given) > limit
     text = raw if isinstance(raw, str) else ""
-    calls = _Calls(text, limit if raw_cut and raw_intact else None, scrub, limit)
+    calls = _Calls(text, limit if raw_cut and raw_intact else None, scrub, limit, given)
     data["calls"] = [calls.encode(call) for call in fields["calls"] or []]
     content, content_intact = _scrubbed(scrub, fields["client_content"])
     data["client_content"] = content
@@ -69,8 +71,9 @@ class _Calls:
     """Each call's source as a span of the model's text, its raw arguments as its source, its arguments as what its
     source gives back, wherever following that reference gives exactly what would be stored."""
 
-    def __init__(self, raw: str, kept: int | None, scrub: Scrub | None, limit: int) -> None:
+    def __init__(self, raw: str, kept: int | None, scrub: Scrub | None, limit: int, given: str) -> None:
         self.raw, self.kept, self.scrub, self.limit = raw, kept, scrub, limit
+        self.given = given  # the model's text as the record holds it (a `Span` is a place in it)
         self.position = 0  # where the last call's source ended: sources come in the order the model wrote them
         self.intact: list[Any] = []  # per call, its `wire` text where its name and arguments are stored unchanged
 
@@ -78,6 +81,7 @@ class _Calls:
         if not isinstance(call, dict):
             self.intact.append(None)
             return _scrubbed(self.scrub, call)[0]
+        call = self._placed(call)
         stored: dict[str, Any] = {key: value for key, value in call.items() if key != "wire"}
         changed: set[str] = set()
         if self.scrub is not None:
@@ -89,17 +93,26 @@ class _Calls:
             stored[key] = None
         if refs:
             stored["ref"] = refs
-        clean = not changed & {"name", "arguments"} and not jsonwire.has_float(call.get("arguments"))
+        clean = not changed & {"name", "arguments"} and not _has_float(call.get("arguments"))
         self.intact.append(call.get("wire") if clean else None)
         return stored
+
+    def _placed(self, call: dict[str, Any]) -> dict[str, Any]:
+        """The call with a source kept as its place in the model's text (kept.py) read from there."""
+        place = call.get("source")
+        if not isinstance(place, Span):
+            return call
+        source = self.given[place.start : place.end]
+        raw_arguments = {"raw_arguments": source} if call.get("raw_arguments") is place else {}
+        return {**call, "source": source, **raw_arguments}
 
     def _refs(self, call: dict[str, Any], stored: dict[str, Any], changed: set[str]) -> dict[str, Any]:
         refs: dict[str, Any] = {}
         source, original = stored.get("source"), call.get("source")
         if not isinstance(source, str) or not isinstance(original, str) or not source:
             return refs
-        whole = len(original) <= self.limit
-        span = self._span(source) if whole else self._clipped(source, len(original), "source" in changed)
+        whole = full_length(original) <= self.limit
+        span = self._span(source) if whole else self._clipped(source, full_length(original), "source" in changed)
         if span is not None:
             refs["source"] = span
         raw_arguments = call.get("raw_arguments")
@@ -126,6 +139,15 @@ class _Calls:
         if start < 0 or not source.startswith(kept[start:]):
             return None
         return [start, start + length, self.kept]
+
+
+def _has_float(value: Any) -> bool:
+    """Whether a float is in a call's arguments (one would not come back the same through the stored JSON: NaN)."""
+    if isinstance(value, dict):
+        return any(_has_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_float(item) for item in value)
+    return isinstance(value, float)
 
 
 def _client(data: dict[str, Any], fields: dict[str, Any], intact: list[Any], content_intact: bool,

@@ -15,6 +15,7 @@ from toolproxy.dialects.base import ToolIndex
 from toolproxy.errors import UpstreamError
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
+from toolproxy.observe import kept
 from toolproxy.observe.record import TransformRecord, fill_answer
 from toolproxy.routes import repair
 from toolproxy.routes.departure import call_watching
@@ -185,6 +186,7 @@ def fill_record(record: TransformRecord, exchange: Exchange, status: int | str, 
     upstream = exchange.upstream_seconds + (exchange.relay.waited if exchange.relay is not None else 0.0)
     record.upstream_ms, record.overhead_ms = upstream * 1000, max(0.0, total - upstream) * 1000
     record.backend = exchange.backend.label if exchange.target.upstream else ""
+    kept.keep(record, exchange.settings.log_field_chars)  # the rest of a long answer goes with the request
     return record
 
 

@@ -115,11 +115,6 @@ def _may_have_lost_an_integer(value: Any) -> bool:
     return _has_float(value, _INT64_EDGE)
 
 
-def has_float(value: Any) -> bool:
-    """Whether a float is anywhere in a decoded JSON value."""
-    return _has_float(value)
-
-
 def _has_float(value: Any, at_least: float = 0.0) -> bool:
     """Whether a float (NaN included) of at least `at_least` in size is anywhere in `value`, a decoded JSON value.
     Level by level as in `depth_exceeds`; a level's values are looked at in Python only when it holds a float at
