@@ -25,9 +25,9 @@ class BadResponse(Exception):
     pass
 
 
-def request_bytes(port: int, body: bytes) -> bytes:
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n" % (port, len(body))) + body
+def request_bytes(port: int, body: bytes, path: str = "/v1/chat/completions") -> bytes:
+    return (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (path.encode(), port, len(body))) + body
 
 
 class Dechunker:

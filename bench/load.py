@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import client, workload
+from bench import client, targets, workload
 from bench.processes import RssPeak, Server, start_gunicorn, start_upstream, tree_cpu, tree_rss
 
 TARGETS = ["upstream alone", "floor", "toolproxy"]  # "toolproxy before" joins with --baseline
@@ -33,27 +33,53 @@ MiB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
+    key: str  # how bench/targets.py names it
     name: str
     body: bytes
     clients: tuple[int, ...]
     stream: bool = False
     note: str = ""
+    front: tuple[str, bytes] | None = None  # toolproxy's own path and body (another wire protocol), if not chat's
+
+
+RE_WRAPPED = ("the upstream answers JSON, so the floor and the upstream alone forward the small reply as it is: their "
+              "columns are the small reply's cost")
 
 
 def scenarios() -> list[Scenario]:
     small = workload.request_body("bench-small", tools=True)
     return [
-        Scenario("small tool reply (one `read` call written as text), no stream", small, (1, 16, 64)),
-        Scenario("256 KB `write` tool reply, no stream", workload.request_body("bench-big", tools=True), (1, 16, 64)),
-        Scenario("stream without tools (200 events)", workload.request_body("bench-stream", tools=False,
+        Scenario("small", "small tool reply (one `read` call written as text), no stream", small, (1, 16, 64)),
+        Scenario("big", "256 KB `write` tool reply, no stream", workload.request_body("bench-big", tools=True),
+                 (1, 16, 64)),
+        Scenario("stream", "stream without tools (200 events)", workload.request_body("bench-stream", tools=False,
                  stream=True), (1, 16, 64), stream=True),
-        Scenario("tools + stream (toolproxy re-wraps the small reply as SSE)",
+        Scenario("tools_stream", "tools + stream (toolproxy re-wraps the small reply as SSE)",
                  workload.request_body("bench-small", tools=True, stream=True), (1, 16, 64), stream=True,
-                 note="the upstream answers JSON, so the floor and the upstream alone forward the small reply as "
-                      "it is: their columns are the small reply's cost"),
-        Scenario("1 MB request body (an agent's long transcript), small tool reply",
+                 note=RE_WRAPPED),
+        Scenario("transcript", "1 MB request body (an agent's long transcript), small tool reply",
                  workload.dumps({"model": "bench-small", "messages": workload.transcript(),
                                  "tools": workload.TOOLS}), (1, 16)),
+        *(scenario for protocol in workload.PROTOCOLS for scenario in protocol_scenarios(protocol)),
+    ]
+
+
+def protocol_scenarios(protocol: str) -> list[Scenario]:
+    """The chat scenarios with tools, asked in another protocol of toolproxy's; the floor and the upstream alone
+    forward the same answers as chat completions (the floor speaks no other protocol), so the ratios are what
+    toolproxy's front end costs on top of the chat path's work."""
+    path, body = workload.PROTOCOLS[protocol]
+    same = f"toolproxy answers {path}; the floor and the upstream alone forward the same answer as a chat completion"
+    return [
+        Scenario(f"{protocol} small", f"{protocol} ({path}): small tool reply, no stream",
+                 workload.request_body("bench-small", tools=True), (1, 16, 64), note=same,
+                 front=(path, body("bench-small", False))),
+        Scenario(f"{protocol} big", f"{protocol} ({path}): 256 KB `write` tool reply, no stream",
+                 workload.request_body("bench-big", tools=True), (16, 64), note=same,
+                 front=(path, body("bench-big", False))),
+        Scenario(f"{protocol} tools_stream", f"{protocol} ({path}): tools + stream (the small reply as events)",
+                 workload.request_body("bench-small", tools=True, stream=True), (1, 16, 64), stream=True,
+                 note=f"{same}; {RE_WRAPPED}", front=(path, body("bench-small", True))),
     ]
 
 
@@ -124,6 +150,8 @@ class Bench:
             figures.add(target, f"cpu {clients}", cpu * 1000 / load.answered)
 
     def _request(self, target: str, scenario: Scenario) -> bytes:
+        if scenario.front is not None and target in ("toolproxy", BEFORE):
+            return client.request_bytes(self.ports[target], scenario.front[1], scenario.front[0])
         return client.request_bytes(self.ports[target], scenario.body)
 
     async def slow(self) -> Figures:
@@ -260,16 +288,17 @@ async def run(bench: Bench, only: str = "") -> None:
     idle = ", ".join(f"{name} {rss / MiB:.0f} MiB" for name, rss in bench.idle.items())
     print(f"load average before: {_load()}; {bench.repetitions} repetitions of {bench.seconds:g} s per target and "
           f"measure, targets alternated; median (min-max); idle RSS of the trees: {idle}\n", flush=True)
+    results: dict[str, Figures] = {}
     for scenario in (s for s in scenarios() if only in s.name):
         started = time.monotonic()
-        figures = await bench.measure(scenario)
+        figures = results[scenario.key] = await bench.measure(scenario)
         print(table(scenario.name, rows_for(scenario), figures, scenario.note, added="yes"), flush=True)
         print(f"({time.monotonic() - started:.0f} s)\n", flush=True)
-    if only and only not in "slow streams":
-        return
-    figures = await bench.slow()
-    print(table(f"{SLOW_CLIENTS} concurrent slow streams (200 events, 50 ms apart: 10 s upstream alone)",
-                SLOW_ROWS, figures), flush=True)
+    if not only or only in "slow streams":
+        results["slow"] = await bench.slow()
+        print(table(f"{SLOW_CLIENTS} concurrent slow streams (200 events, 50 ms apart: 10 s upstream alone)",
+                    SLOW_ROWS, results["slow"]), flush=True)
+    print(targets.summary(results, {name: rss / MiB for name, rss in bench.idle.items()}), flush=True)
     print(f"load average after: {_load()} (this box has {os.cpu_count()} cores; other work on it widens the ranges)")
 
 

@@ -89,7 +89,8 @@ def main(scenario: str, clients: int, seconds: float, trace: int) -> None:
         time.sleep(1)  # the last answers sent, the workers idle
         print(f"{scenario}, {clients} clients, {seconds:g} s: {len(load.exchanges)} answered, {load.errors} errors, "
               f"{cpu * 1000 / max(load.answered, len(load.exchanges), 1):.2f} CPU ms per request; "
-              f"tree RSS idle {mib(idle)} MiB, peak {mib(peak.peak)}, a second after {mib(tree_rss(proxy.process.pid))} MiB; "
+              f"tree RSS idle {mib(idle)} MiB, peak {mib(peak.peak)}, "
+              f"a second after {mib(tree_rss(proxy.process.pid))} MiB; "
               f"allocator settings: {({k: v for k, v in os.environ.items() if k.startswith(('MALLOC_', 'BENCH_'))})}")
     finally:
         proxy.stop()

@@ -87,6 +87,17 @@ def request_body(model: str, *, tools: bool, stream: bool = False, messages: lis
     return dumps(body)
 
 
+# The other wire protocols toolproxy speaks to its clients, each asking the same of the same upstream answers as
+# `request_body` (the model name picks the answer): path, and body for (model, stream). The Messages front end
+# (/v1/messages) goes here with its body when it lands; bench/load.py gives each protocol the chat scenarios' rows.
+PROTOCOLS: dict[str, tuple[str, Any]] = {
+    "Responses": ("/v1/responses", lambda model, stream: dumps({
+        "model": model, "instructions": "You are a coding agent.",
+        "input": "Read /src/app.py and tell me what it does.", "stream": stream,
+        "tools": [{"type": "function", **tool["function"]} for tool in TOOLS]})),
+}
+
+
 def transcript(size: int = 1024 * 1024) -> list[dict[str, Any]]:
     """An agent's long conversation: rounds of a `read` call and its result, about `size` bytes of JSON."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent. " * 40},
