@@ -55,20 +55,6 @@ def smaps() -> dict[str, int]:
     return {fields[0].rstrip(":"): int(fields[1]) * 1024 for fields in lines}
 
 
-def _holders(item: Any) -> str:
-    """What refers to `item`: each referrer's type, and for a dict its first keys (a record's fields, a call)."""
-    names = []
-    for holder in gc.get_referrers(item):
-        if isinstance(holder, dict):
-            names.append("dict(" + ",".join(list(map(str, holder))[:3]) + ")")
-        elif not isinstance(holder, list) or holder is not _SEEN:
-            names.append(type(holder).__qualname__)
-    return " + ".join(sorted(names))
-
-
-_SEEN: list[Any] = []
-
-
 def census() -> dict[str, Any]:
     """Every str, bytes and bytearray of BIG or more reachable from a gc-tracked object (frames of suspended
     greenlets, dicts, lists, queues), by size and by where it was allocated."""
@@ -82,7 +68,7 @@ def census() -> dict[str, Any]:
     for item in seen.values():
         trace = tracemalloc.get_object_traceback(item) if tracemalloc.is_tracing() else None
         place = " <- ".join(f"{frame.filename.rsplit('/', 2)[-1]}:{frame.lineno}" for frame in
-                            list(trace)[::-1][:4]) if trace else "held by " + _holders(item)
+                            list(trace)[::-1][:4]) if trace else "(--trace: where)"
         key = f"{type(item).__name__} {place}"
         by_place[key] += sys.getsizeof(item)
         count[key] += 1
