@@ -149,6 +149,11 @@ class Settings:
         (), "aliases", "`GLOB=MODEL` pairs, comma-separated (in YAML a mapping), first match wins: the model a "
         "client's name stands for, such as `claude-*=qwen3-coder` for Claude Code's background calls; see "
         "[Claude Code](clients.md#claude-code)", shown="none")
+    otel: str = setting("auto", "otel", "OpenTelemetry traces: `on`, `off`, or `auto`: on when "
+                        "`OTEL_EXPORTER_OTLP_ENDPOINT` is set ([Traces](dashboard.md#traces))")
+    otel_content: bool = setting(False, "flag", "`1`: the prompt sent upstream and the answer on each upstream "
+                                 "call's span (`gen_ai.input.messages`, `gen_ai.output.messages`), redacted and cut "
+                                 "as the transform log's fields")
     models: tuple[ModelRule, ...] = setting((), "rules", "per-model entries, first match wins ([below]"
                                             "(#per-model-settings))",
                                             variable=False)

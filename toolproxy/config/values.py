@@ -206,6 +206,7 @@ PARSERS = {
     "rounds": _small_number(3, "a number of repair rounds from 0 to 3 (1 is recommended)"),
     "newlines": _small_number(3, "a number of line breaks before the XML from 0 to 3 (2 by default)"),
     "log_format": _choice("text", "json"),
+    "otel": _choice("auto", "on", "off"),
     "log_level": lambda value: _choice("DEBUG", "INFO", "WARNING", "ERROR")(str(value).strip().upper()),
     "names": _parse_names,
     "id_style": _choice("openai", "mistral"),

@@ -116,7 +116,7 @@ def _passthrough_stream(exchange: Exchange) -> Stream:
     """Route 3: events go on as they arrive; only backend-only fields are removed. A front end that speaks the
     upstream's protocol may send some as they came, undecoded (its shortcut, `Exchange.forward`)."""
     exchange.record.route = "stream"
-    stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
+    stream = exchange.open_stream()
     rename = exchange.request.model if exchange.target.upstream_model else None
     passthrough = Passthrough(exchange, stencil.clean(exchange.target.reasoning, rename))
     shortcut = exchange.forward(passthrough) if exchange.forward is not None else None

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.dialects.base import ToolIndex
@@ -26,8 +26,11 @@ from toolproxy.transform.response import Outcome, ToolRequest, transform_complet
 from toolproxy.upstream import constrain
 from toolproxy.upstream.backends import Backend, prepare
 from toolproxy.upstream.client import Upstream, UpstreamRequest, public_url
-from toolproxy.upstream.events import Shortcut
+from toolproxy.upstream.events import EventStream, Shortcut
 from toolproxy.upstream.relay import Relay
+
+if TYPE_CHECKING:
+    from toolproxy.observe.tracing import RequestTrace  # imported only where tracing is on (routes/proxy.py)
 
 logger = logging.getLogger("toolproxy.routes.chat")  # the request's own line comes with its record (observe/logs.py)
 
@@ -58,6 +61,7 @@ class Exchange:
     forward: Callable[[Any], Shortcut | None] | None = None
     backend: Backend = field(default_factory=Backend)  # the upstream's kind, as known when the request came
     refused: set[str] = field(default_factory=set)  # tools whose strict schema the server refused (per worker)
+    trace: RequestTrace | None = None  # its spans, when tracing is on (observe/tracing.py)
 
     def __post_init__(self) -> None:
         self.tools = self.tools or self.request.tools
@@ -116,9 +120,14 @@ class Exchange:
     def complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
         started = time.monotonic()
         try:
-            return call_watching(lambda: self._complete_constrained(upstream_request), self.client)
+            if self.trace is not None:
+                return self.trace.complete(upstream_request, self._complete, self.provider())
+            return self._complete(upstream_request)
         finally:
             self.upstream_seconds += time.monotonic() - started
+
+    def _complete(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
+        return call_watching(lambda: self._complete_constrained(upstream_request), self.client)
 
     def _complete_constrained(self, upstream_request: UpstreamRequest) -> dict[str, Any]:
         """A 400 for the strict schemas this proxy added is asked once more without them, and remembered."""
@@ -133,6 +142,17 @@ class Exchange:
                               f"without strict for {', '.join(key.partition(':')[0] for key in keys)}")
             return self.upstream.complete(replace(upstream_request, body=constrain.unmarked(upstream_request.body,
                                                                                             keys)))
+
+    def provider(self) -> str:
+        """The upstream's kind for a span: the built-in model, or the server's kind as known (generic if not)."""
+        return self.backend.kind if self.target.upstream else "toolproxy.demo"
+
+    def open_stream(self) -> EventStream:
+        """The upstream's event stream for this request."""
+        upstream_request = self.upstream_request(stream=True)
+        if self.trace is not None:
+            return self.trace.stream(upstream_request, self.upstream.stream, self.provider())
+        return self.upstream.stream(upstream_request)
 
     def complete_tools(self) -> dict[str, Any]:
         """The upstream's answer with its calls extracted; when a call attempt failed or a required call is

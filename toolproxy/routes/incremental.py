@@ -40,7 +40,7 @@ def fallback_reason(exchange: Exchange) -> str | None:
 
 def respond(exchange: Exchange) -> Stream:
     exchange.record.route, exchange.record.strategy = "tools_stream", "incremental"
-    stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
+    stream = exchange.open_stream()
     converter = LiveConverter(exchange)
     return relay(exchange, stream, converter.convert, converter.finish)
 

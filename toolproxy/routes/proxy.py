@@ -3,8 +3,11 @@ Nothing else is kept between requests, so instances scale out behind a load bala
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from toolproxy.config.settings import ModelSettings, Settings
 from toolproxy.demo import DemoUpstream
@@ -18,6 +21,24 @@ from toolproxy.upstream.client import HttpUpstream, Upstream, public_url
 from toolproxy.upstream.gate import Gate
 from toolproxy.upstream.health import Health, HealthChecks
 from toolproxy.upstream.probe import Backends
+
+if TYPE_CHECKING:
+    from toolproxy.observe.tracing import RequestTrace, Tracing
+
+logger = logging.getLogger(__name__)
+# Either turns tracing on under `otel: auto`; the exporter reads them itself.
+OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def start_tracing(settings: Settings, secrets: list[str]) -> Tracing | None:
+    """OpenTelemetry's tracer when `otel` is on, or `auto` with an OTLP endpoint in the environment (read once,
+    here, at start-up). The SDK is imported only then: a proxy without tracing never loads it."""
+    if settings.otel == "off" or (settings.otel == "auto" and not any(os.environ.get(name) for name in OTLP_ENDPOINTS)):
+        return None
+    from toolproxy.observe.genai import Content
+    from toolproxy.observe.tracing import Tracing
+
+    return Tracing(Content(settings.otel_content, tuple(secrets), settings.log_field_chars), environ=os.environ)
 
 
 @dataclass(slots=True)
@@ -33,6 +54,7 @@ class Proxy:
     secrets: tuple[str, ...] = ()
     backends: Backends = field(default_factory=Backends)
     formats: Formats = field(default_factory=Formats)  # each model's call format, from its chat template
+    tracing: Tracing | None = None  # OpenTelemetry, when configured
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Proxy:
@@ -49,21 +71,28 @@ class Proxy:
         metrics = Metrics(models=tuple(rule.match for rule in settings.models))
         backends = Backends()
         proxy = cls(settings, http, translog, metrics, gate, HealthChecks(http.check_models), secrets=tuple(secrets),
-                    backends=backends, formats=Formats(backends))
+                    backends=backends, formats=Formats(backends), tracing=start_tracing(settings, secrets))
         proxy.formats.begin(settings)  # each configured chat template's call format, in the background
         for target in proxy.targets():  # each upstream's kind found at start-up, in the background
             proxy.backend_for(target)
         return proxy
 
-    def record(self, record: TransformRecord) -> None:
-        """A finished request into the shared log, the metrics and its one log line; none ever fails the request."""
+    def record(self, record: TransformRecord, trace: RequestTrace | None = None) -> None:
+        """A finished request into the shared log, the metrics, its one log line and its spans; none ever fails
+        the request."""
         self.translog.add(record)
-        self.observe(record)
+        self.observe(record, trace)
 
-    def observe(self, record: TransformRecord) -> None:
-        """The metrics and the log line of a finished request (its record goes to the log apart: `Stored`)."""
+    def observe(self, record: TransformRecord, trace: RequestTrace | None = None) -> None:
+        """The metrics, the log line and the spans of a finished request (its record goes to the log apart:
+        `Stored`)."""
         self.metrics.observe(record)
         log_request(record, self.secrets)
+        if trace is not None:
+            try:
+                trace.finish(record)
+            except Exception:  # an outer edge: a span must never fail a request
+                logger.exception("tracing: request %s not traced", record.request_id)
 
     def upstream_for(self, target: ModelSettings) -> Upstream:
         """The configured server, or the built-in demo model when no upstream is configured for this model."""

@@ -90,7 +90,7 @@ def _stream(exchange: Exchange, writer: Writer) -> Reply:
         exchange.notes.append(f"vtc stream: answered whole: {reason}")
         return _complete(exchange, writer)
     exchange.record.route = "vtc_stream"
-    stream = exchange.upstream.stream(exchange.upstream_request(stream=True))
+    stream = exchange.open_stream()
     # Only what may be the start of a call is held back, and no more than max_buffer_bytes of it.
     live = incremental.LiveConverter(exchange, limit=exchange.settings.max_buffer_bytes, in_order=True)
     xml = XmlCalls(exchange, writer)

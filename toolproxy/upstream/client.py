@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -46,6 +46,7 @@ class UpstreamRequest:
     body: dict[str, Any]
     api_key: str | None = field(default=None, repr=False)
     deadline: float | None = None  # time.monotonic() by which the whole answer must be in
+    headers: Mapping[str, str] = field(default_factory=dict)  # sent as well: a trace's `traceparent`
 
 
 class Upstream(Protocol):
@@ -204,13 +205,15 @@ class HttpUpstream:
 
     def _post(self, request: UpstreamRequest) -> requests.Response:
         return self._send("POST", f"{request.base_url}/chat/completions", request.api_key,
-                          jsonwire.encode(request.body), request.deadline)
+                          jsonwire.encode(request.body), request.deadline, extra=request.headers)
 
     def _send(self, method: str, url: str, api_key: str | None, data: bytes | None = None,
-              deadline: float | None = None, content_type: str = "application/json") -> requests.Response:
+              deadline: float | None = None, content_type: str = "application/json",
+              extra: Mapping[str, str] | None = None) -> requests.Response:
         """The response once its headers are in; an HTTP error status is raised as the upstream's error."""
         try:
-            response = self._exchange(method, url, api_key, data, capped(self._timeout, deadline), content_type)
+            response = self._exchange(method, url, api_key, data, capped(self._timeout, deadline), content_type,
+                                      extra)
         except requests.RequestException as error:
             raise translate(error) from None
         if 300 <= response.status_code < 400:
@@ -226,13 +229,14 @@ class HttpUpstream:
         return response
 
     def _exchange(self, method: str, url: str, api_key: str | None, data: bytes | None,
-                  timeout: tuple[float, float], content_type: str = "application/json") -> requests.Response:
+                  timeout: tuple[float, float], content_type: str = "application/json",
+                  extra: Mapping[str, str] | None = None) -> requests.Response:
         """One request through requests' transport adapter, without a Session's per-request work (cookie jars,
         hooks, settings merges, redirects): a third of an upstream call's CPU, and nothing a proxy wants (one
         client's upstream cookies must not reach the next)."""
         prepared = requests.PreparedRequest()
-        prepared.prepare(method=method, url=url, headers={**_headers(api_key), "Content-Type": content_type},
-                         data=data)
+        prepared.prepare(method=method, url=url, data=data,
+                         headers={**(extra or {}), **_headers(api_key), "Content-Type": content_type})
         return self._session.get_adapter(url).send(prepared, stream=True, timeout=timeout,
                                                    verify=self._verify, proxies=self._proxies(url))
 

@@ -125,13 +125,15 @@ def serve(front: Front) -> Response:
     g.body_read = True
     record = new_record(request.headers.get("User-Agent", ""), request.remote_addr or "", len(data),
                         request_id=g.request_id, client_request_id=g.client_request_id, protocol=front.protocol)
+    trace = proxy.tracing.begin(request.headers, request.method, request.path, record.started) if proxy.tracing \
+        else None
     try:
         chat = front.decode(data, settings)
         target = models.route(settings, chat.model)
     except ProxyError as error:
         record.route, record.status, record.error, record.error_code = "rejected", error.status, error.message, \
             error.code
-        proxy.record(record)
+        proxy.record(record, trace)
         raise
     api_key = models.upstream_key(settings, target, client_token())
     target = proxy.formats.pin(chat.model, target, api_key)  # the dialect its chat template states, once known
@@ -141,13 +143,14 @@ def serve(front: Front) -> Response:
     stored = Stored(proxy)
 
     def finished(done: TransformRecord) -> None:
-        proxy.observe(done)
+        proxy.observe(done, trace)
         stored.add(done)
         proxy.metrics.request_finished()  # when the exchange ends: for a stream, after its last byte
 
     exchange = Exchange(chat, target, settings, proxy.upstream_for(target), api_key, record, vtc=route.vtc,
                         sink=finished, client=request.environ.get("gunicorn.socket"), forward=front.forward,
-                        backend=proxy.backend_for(target), refused=proxy.backends.refused)
+                        backend=proxy.backend_for(target), refused=proxy.backends.refused,
+                        trace=trace)
     exchange.notes.extend(front.notes())
     proxy.metrics.request_started()
     respond = vtc_chat.answer if route.vtc else answer
