@@ -90,7 +90,8 @@ def test_metrics_count_requests_and_calls(upstream, proxy):
     text = requests.get(f"{proxy.url}/metrics", timeout=5).text
     samples = {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
                for family in text_string_to_metric_families(text) for sample in family.samples}
-    assert samples[("toolproxy_requests_total", (("route", "tools"), ("status", "200")))] == 2
+    assert samples[("toolproxy_requests_total", (("client", "python-requests"), ("model", "other"),
+                                                 ("protocol", "chat"), ("route", "tools"), ("status", "200")))] == 2
     assert samples[("toolproxy_tool_calls_total", (("dialect", "hermes"), ("model", "other"),
                                                    ("outcome", "valid")))] == 2
 

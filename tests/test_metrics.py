@@ -36,7 +36,9 @@ def parse(metrics: Metrics) -> Samples:
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
+    """The sum over the series of `name` that have these labels (and any others), as PromQL's sum() would."""
+    wanted = set(labels.items())
+    return sum(found for (sample, series), found in samples.items() if sample == name and wanted <= series)
 
 
 @pytest.fixture(autouse=True)

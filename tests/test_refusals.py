@@ -38,10 +38,15 @@ def keyed(settings, clock: Clock) -> Iterator[ProxyServer]:
 
 
 def counted(url: str) -> dict[tuple[str, str], float]:
+    """Requests counted per (route, status), summed over their other labels."""
     text = requests.get(f"{url}/metrics", headers=BEARER, timeout=10).text
-    return {(sample.labels["route"], sample.labels["status"]): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples
-            if sample.name == "toolproxy_requests_total"}
+    found: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "toolproxy_requests_total":
+                key = (sample.labels["route"], sample.labels["status"])
+                found[key] = found.get(key, 0.0) + sample.value
+    return found
 
 
 def records(url: str, count: int) -> list[dict]:

@@ -129,4 +129,5 @@ def test_the_record_and_the_metrics_count_a_responses_request_as_any_other(upstr
     assert (row["protocol"], row["route"], row["status"]) == ("responses", "tools", 200)
     metrics = requests.get(f"{proxy.url}/metrics", timeout=5).text
     assert 'toolproxy_tool_calls_total{dialect="hermes",model="other",outcome="valid"} 2.0' in metrics
-    assert 'toolproxy_requests_total{route="tools",status="200"} 1.0' in metrics
+    assert ('toolproxy_requests_total{client="openai-python",model="other",protocol="responses",route="tools",'
+            'status="200"} 1.0') in metrics

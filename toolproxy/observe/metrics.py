@@ -24,6 +24,8 @@ from prometheus_client import (
     values,
 )
 
+from toolproxy.clients.families import family
+from toolproxy.dialects.registry import DIALECTS
 from toolproxy.transform.response import EMPTY_ANSWER
 from toolproxy.version import __version__
 
@@ -34,12 +36,17 @@ logger = logging.getLogger(__name__)
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+FIRST_BYTE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
 # Our own codes for a failed upstream (errors.py); anything else an upstream sends is not a label value, so an
 # upstream cannot make the series count grow without bound.
 UPSTREAM_CODES = frozenset({"upstream_error", "upstream_unavailable", "upstream_timeout", "bad_upstream_response",
                             "upstream_disconnected"})
 _UPSTREAM_HTTP_CODE = re.compile(r"upstream_http_[1-5][0-9][0-9]")
+# Every label value is one of a bounded set, so no client can grow the series by what it sends: models are the
+# `models:` globs (model_label), clients their families (clients/families.py), and these.
+DIALECT_NAMES = frozenset({*DIALECTS, "native", "unknown"})
+PROTOCOLS = frozenset({"chat", "messages", "responses"})
 # A right key; a wrong one; refused unheard while its address waits (web/attempts.py); a form without its token.
 LoginOutcome = Literal["success", "wrong_key", "refused", "bad_token"]
 
@@ -53,15 +60,18 @@ class _Instruments:
     upstream_errors: Counter
     overhead: Histogram
     upstream: Histogram
+    first_byte: Histogram
     in_flight: Gauge
+    queued: Gauge
     build_info: Gauge
     logins: Counter
 
 
 def _instruments(registry: CollectorRegistry | None) -> _Instruments:
     return _Instruments(
-        Counter("toolproxy_requests", "Chat requests by route and HTTP status", ["route", "status"],
-                registry=registry),
+        Counter("toolproxy_requests", "Requests to the API's front ends by protocol, route, HTTP status (or "
+                "client_disconnected), model (a configured `models:` glob, or other) and client family (or other)",
+                ["protocol", "route", "status", "model", "client"], registry=registry),
         Counter("toolproxy_tool_calls", "Tool calls the upstream's answers attempted, by model (a configured "
                 "`models:` glob, or other), dialect and outcome (valid, invalid_json, unknown_name, schema_mismatch, "
                 "each with _repaired when mended or asked again; denied)", ["model", "dialect", "outcome"],
@@ -74,8 +84,12 @@ def _instruments(registry: CollectorRegistry | None) -> _Instruments:
                   buckets=OVERHEAD_BUCKETS, registry=registry),
         Histogram("toolproxy_upstream_seconds", "Time spent waiting for the upstream", buckets=UPSTREAM_BUCKETS,
                   registry=registry),
+        Histogram("toolproxy_first_byte_seconds", "Streams: from the request to the first content or call sent",
+                  buckets=FIRST_BYTE_BUCKETS, registry=registry),
         Gauge("toolproxy_in_flight_requests", "Chat requests being answered", multiprocess_mode="livesum",
               registry=registry),
+        Gauge("toolproxy_queued_requests", "Requests waiting for an upstream slot (max_in_flight)",
+              multiprocess_mode="livesum", registry=registry),
         # "max": one series for the instance, not one per worker.
         Gauge("toolproxy_build_info", "Always 1; the labels say which toolproxy runs", ["version"],
               multiprocess_mode="max", registry=registry),
@@ -120,10 +134,11 @@ class Metrics:
 
     def _observe(self, record: TransformRecord) -> None:
         meters = self._instruments
-        meters.requests.labels(route=record.route or "unknown", status=str(record.status)).inc()
         model = model_label(record.model, self._models)
+        meters.requests.labels(protocol=protocol_label(record.protocol), route=record.route or "unknown",
+                               status=status_label(record.status), model=model, client=family(record.client)).inc()
         for dialect, outcome in call_outcomes(record):
-            meters.tool_calls.labels(model=model, dialect=dialect, outcome=outcome).inc()
+            meters.tool_calls.labels(model=model, dialect=dialect_label(dialect), outcome=outcome).inc()
         if EMPTY_ANSWER in record.issues:
             meters.empty_answers.labels(model=model).inc()
         if record.route == "loop_guard":
@@ -134,6 +149,8 @@ class Metrics:
         meters.overhead.observe(max(0.0, record.overhead_ms) / 1000)
         if record.upstream_ms > 0:  # a request refused before the upstream would only pull the quantiles down
             meters.upstream.observe(record.upstream_ms / 1000)
+        if record.first_byte_ms is not None:
+            meters.first_byte.observe(record.first_byte_ms / 1000)
 
     @contextmanager
     def in_flight(self) -> Iterator[None]:
@@ -151,9 +168,14 @@ class Metrics:
     def request_finished(self) -> None:
         self._instruments.in_flight.dec()
 
-    def refused(self, status: int) -> None:
+    def queued(self, change: int) -> None:
+        """A request began (+1) or ended (-1) its wait for an upstream slot (upstream/gate.py)."""
+        self._instruments.queued.inc(change)
+
+    def refused(self, status: int, protocol: str = "", user_agent: str = "") -> None:
         """A request refused before any route ran (web/refusals.py): no record of its own comes to `observe`."""
-        self._instruments.requests.labels(route="refused", status=str(status)).inc()
+        self._instruments.requests.labels(protocol=protocol_label(protocol), route="refused",
+                                          status=status_label(status), model="none", client=family(user_agent)).inc()
 
     def login(self, outcome: LoginOutcome) -> None:
         """One dashboard sign-in attempt."""
@@ -189,6 +211,22 @@ def model_label(model: str, globs: tuple[str, ...]) -> str:
     """The `models:` glob the model matches (first wins, as for its settings), or "other": the label set stays
     bounded by the configuration, whatever names clients send."""
     return next((glob for glob in globs if fnmatch.fnmatchcase(model, glob)), "other")
+
+
+def dialect_label(dialect: str) -> str:
+    """A registry dialect, `native`, `unknown` (markup no dialect read), or `other`."""
+    return dialect if dialect in DIALECT_NAMES else "other"
+
+
+def protocol_label(protocol: str) -> str:
+    return protocol if protocol in PROTOCOLS else "none" if not protocol else "other"
+
+
+def status_label(status: int | str) -> str:
+    """An HTTP status, `client_disconnected`, or `other`: whatever a record holds, never a new series per value."""
+    if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+        return str(status)
+    return status if status == "client_disconnected" else "other"
 
 
 def upstream_error_kind(record: TransformRecord) -> str | None:

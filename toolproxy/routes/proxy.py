@@ -67,8 +67,8 @@ class Proxy:
                      if rule.overrides.get("upstream_api_key"))]
         translog = TransformLog(settings.data_dir, max_records=settings.log_records,
                                 max_field_chars=settings.log_field_chars, secrets=secrets)
-        gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout)
         metrics = Metrics(models=tuple(rule.match for rule in settings.models))
+        gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout, on_queue=metrics.queued)
         backends = Backends()
         proxy = cls(settings, http, translog, metrics, gate, HealthChecks(http.check_models), secrets=tuple(secrets),
                     backends=backends, formats=Formats(backends), tracing=start_tracing(settings, secrets))

@@ -8,6 +8,7 @@ Per worker: with several gunicorn workers the cap applies to each.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from toolproxy.errors import Overloaded
 
@@ -27,12 +28,14 @@ class Ticket:
 
 
 class Gate:
-    def __init__(self, limit: int, queue_size: int, queue_timeout: float) -> None:
+    def __init__(self, limit: int, queue_size: int, queue_timeout: float,
+                 on_queue: Callable[[int], None] = lambda change: None) -> None:
         self._slots = threading.Semaphore(limit)  # patched by gevent in the worker: waits are cooperative
         self._lock = threading.Lock()
         self._waiting = 0
         self._queue_size = queue_size
         self._queue_timeout = queue_timeout
+        self._on_queue = on_queue  # told +1 and -1 as a request starts and ends its wait (the metrics' gauge)
 
     def enter(self) -> Ticket:
         """A slot at once, or after waiting in the queue up to `queue_timeout`; else Overloaded (503)."""
@@ -42,12 +45,14 @@ class Gate:
             if self._waiting >= self._queue_size:
                 raise _overloaded("the upstream is busy and the queue is full")
             self._waiting += 1
+        self._on_queue(1)
         try:
             if not self._slots.acquire(timeout=self._queue_timeout):
                 raise _overloaded(f"the upstream stayed busy for {self._queue_timeout:g} seconds")
         finally:
             with self._lock:
                 self._waiting -= 1
+            self._on_queue(-1)
         return Ticket(self)
 
     def release(self) -> None:

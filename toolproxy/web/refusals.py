@@ -47,7 +47,8 @@ class Refusals:
             logger.exception("could not count a refused request")
 
     def _count(self, error: ProxyError) -> None:
-        self._proxy.metrics.refused(error.status)
+        self._proxy.metrics.refused(error.status, getattr(g.get("front"), "protocol", ""),
+                                    request.headers.get("User-Agent", ""))
         left_out = self._admit()
         if left_out is None:
             return
