@@ -13,7 +13,7 @@ NODE_CLIENTS := tests/node/node_modules/.installed
 run: $(VENV)/.runtime
 	TOOLPROXY_DATA_DIR="$${TOOLPROXY_DATA_DIR:-$(CURDIR)/data}" $(BIN)/gunicorn -c gunicorn.conf.py app:app
 
-test: $(VENV)/.test browser smoke $(NODE_CLIENTS)
+test: $(VENV)/.test browser prometheus smoke $(NODE_CLIENTS)
 	$(BIN)/ruff check toolproxy tests app.py gunicorn.conf.py bench
 	$(BIN)/mypy --strict toolproxy
 	$(BIN)/pytest
@@ -56,6 +56,11 @@ $(NODE_CLIENTS): tests/node/package.json tests/node/package-lock.json
 # The dashboard's tests drive Debian's Chromium (no browser download: this network allows none).
 browser:
 	@command -v chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium; }
+
+# tests/test_prometheus.py scrapes two instances with Debian's Prometheus (and runs the Grafana dashboard's queries);
+# only the server is needed, not the exporters it recommends.
+prometheus:
+	@command -v prometheus >/dev/null || { apt-get update -q && apt-get install -y -q --no-install-recommends prometheus; }
 
 clean:
 	rm -rf $(VENV) .venv-smoke .venv-real build/container tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis
