@@ -78,6 +78,21 @@ def stats(path: str, now: float | None = None) -> dict[str, Any]:
     return stats
 
 
+# The dashboard's charts (observe/charts.py): what each record in the window says of its outcome and times, oldest
+# first. `instance` is the summary's, where a store records one; None here (one SQLite log, one instance).
+_ACTIVITY = ("SELECT started, route, status, repairs, overhead_ms, json_extract(summary, '$.first_byte_ms'), "
+             f"{_FAILED}, model, dialects, json_extract(summary, '$.instance') FROM records WHERE started >= ? "
+             "ORDER BY id DESC LIMIT ?")
+ACTIVITY_ROWS = 20_000  # the newest records of the window at most: a chart of more would cost the loop too long
+
+
+def activity(path: str, since: float) -> list[tuple[Any, ...]]:
+    """(started, route, status, repairs, overhead_ms, first_byte_ms, failed, model, dialects JSON, instance) of
+    each record started since `since`, newest first."""
+    (rows,) = _read(path, [(_ACTIVITY, (since, ACTIVITY_ROWS))])
+    return [tuple(row) for row in rows]
+
+
 def _read(path: str, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[Any]]:
     """Each query's rows, in one read transaction. An unreadable store reads as empty (and is logged)."""
     if not os.path.isfile(path):

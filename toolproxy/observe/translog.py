@@ -226,6 +226,10 @@ class TransformLog:
         """The row id of the record with this request id, or None."""
         return queries.find(self.path, request_id)
 
+    def activity(self, since: float) -> list[tuple[Any, ...]]:
+        """What the dashboard's charts count of each record started since `since` (queries.activity)."""
+        return queries.activity(self.path, since)
+
     def stats(self) -> dict[str, Any]:
         """Counts over the stored records, all from one snapshot."""
         return queries.stats(self.path)

@@ -4,6 +4,7 @@ the script is served by the app (no CDN: the box may be offline) and the page wo
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
@@ -11,9 +12,11 @@ from flask import Blueprint, Response, abort, current_app, redirect, render_temp
 from werkzeug.wrappers import Response as BaseResponse
 
 from toolproxy.errors import InvalidRequest
+from toolproxy.observe.charts import CHARTS, WINDOWS, chart_data, window_of
 from toolproxy.routes.proxy import Proxy
 from toolproxy.version import __version__
 from toolproxy.web.api import is_authorized
+from toolproxy.web.columns import COLUMNS, FILTER_KEYS, FILTERS, script_columns
 from toolproxy.wire import jsonwire
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -26,7 +29,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-FILTERS = ("model", "client", "status", "protocol", "has_issues")
+# The instance the charts name when the store records none (one SQLite log: this host's instance).
+LOCAL_INSTANCE = socket.gethostname()
 MAX_ID = 2**63 - 1  # SQLite's largest integer: a record id, or a number a query compares with one
 FLAGS = {"": False, "0": False, "no": False, "false": False, "off": False,
          "1": True, "yes": True, "true": True, "on": True}
@@ -68,7 +72,17 @@ def index() -> str:
                            upstreams=proxy.upstream_health(), records=proxy.translog.recent(100, **filters),
                            formats=proxy.formats.overview(),
                            backends={item["url"]: item for item in proxy.backends_known()},
-                           filters={key: request.args.get(key, "") for key in FILTERS})
+                           filters={key: request.args.get(key, "") for key in FILTER_KEYS}, filters_declared=FILTERS,
+                           columns=COLUMNS, script_columns=script_columns(), charts=CHARTS, chart_windows=WINDOWS,
+                           chart_window=window_of(request.args.get("window")))
+
+
+@bp.get("/charts.json")
+def charts() -> Response:
+    """The charts' series over the window the query string names (`window`: seconds, one of charts.WINDOWS)."""
+    window, now = window_of(request.args.get("window")), time.time()
+    data = chart_data(_proxy().translog.activity(now - window), now, window, LOCAL_INSTANCE)
+    return Response(jsonwire.dumps(data), mimetype="application/json")
 
 
 @bp.get("/records.json")
