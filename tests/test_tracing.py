@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import openai
 import pytest
+import requests
 
 from tests.conftest import ROOT, make_body, make_tool, with_settings
 from tests.fake_upstream import completion
@@ -119,6 +120,20 @@ def test_content_goes_on_spans_only_when_asked_and_redacted(upstream, serve, set
     answer = json.loads(client.attributes["gen_ai.output.messages"])
     assert answer[0]["parts"] == [{"type": "text", "content": "the answer, with [redacted] in it"}]
     assert answer[0]["finish_reason"] == "stop"
+
+
+def test_a_messages_request_is_traced_as_any_other(upstream, serve, settings, receiver):
+    proxy = serve(with_settings(settings, otel="on"))
+    upstream.completion(CALL)
+    header, trace_id, _ = traceparent()
+    body = {"model": "qwen3", "max_tokens": 100, "messages": [{"role": "user", "content": "read"}],
+            "tools": [{"name": "read", "input_schema": READ["function"]["parameters"]}]}
+    response = requests.post(f"{proxy.url}/v1/messages", json=body, headers={"traceparent": header}, timeout=30)
+    assert response.ok, response.text
+    spans = receiver.wait_for(2, trace_id)
+    (server,), (client,) = by_kind(spans, "SERVER"), by_kind(spans, "CLIENT")
+    assert server.name == "POST /v1/messages" and server.attributes["toolproxy.protocol"] == "messages"
+    assert server.attributes["toolproxy.calls"] == ["read"] and client.parent_id == server.span_id
 
 
 def test_under_gunicorn_the_openai_sdk_trace_is_continued(upstream, start_gunicorn, receiver):
