@@ -27,8 +27,9 @@ from toolproxy.config.settings import Settings
 
 # Property tests draw the same examples on every run, so that `make test` turns red for a change, never for a new
 # draw; `HYPOTHESIS_PROFILE=explore` draws afresh (worth a run after changing a parser).
-hypothesis_settings.register_profile("repeatable", derandomize=True)
-hypothesis_settings.register_profile("explore", derandomize=False)
+# No deadline in either: a deadline is a wall-clock assertion, and `make test` must pass on a loaded machine.
+hypothesis_settings.register_profile("repeatable", derandomize=True, deadline=None)
+hypothesis_settings.register_profile("explore", derandomize=False, deadline=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 ROOT = Path(__file__).resolve().parent.parent
