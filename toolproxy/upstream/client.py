@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -22,6 +22,7 @@ from toolproxy.upstream.deadline import capped, enforced
 from toolproxy.upstream.deadline import check as check_deadline
 from toolproxy.upstream.events import EventStream, HttpEventStream
 from toolproxy.upstream.failures import calling, translate
+from toolproxy.upstream.forwarded import ForwardCall, Forwarded
 from toolproxy.upstream.refusals import status_error, without_key
 from toolproxy.wire import jsonwire, shape
 
@@ -55,28 +56,6 @@ class Upstream(Protocol):
     def stream(self, request: UpstreamRequest) -> EventStream: ...
 
     def models(self, base_url: str, api_key: str | None) -> dict[str, Any]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ForwardCall:
-    """A request to one of the upstream's other endpoints (`/v1/embeddings`, ...), passed on as it came."""
-
-    method: str
-    url: str
-    body: bytes
-    content_type: str
-    api_key: str | None = field(default=None, repr=False)
-    deadline: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Forwarded:
-    """Its answer: a whole body (read within the size limit), or a stream's reads (`chunks`, closed by `close`)."""
-
-    content_type: str
-    body: bytes = b""
-    chunks: Iterator[bytes] | None = None
-    close: Callable[[], None] = lambda: None
 
 
 class HttpUpstream:
