@@ -12,7 +12,8 @@ from typing import Any
 from toolproxy.config.settings import Settings
 from toolproxy.errors import InvalidRequest, NotFound
 from toolproxy.routes import models
-from toolproxy.upstream.client import ForwardCall, Forwarded, HttpUpstream
+from toolproxy.upstream.client import HttpUpstream
+from toolproxy.upstream.forwarded import ForwardCall, Forwarded
 from toolproxy.wire import cleaning, jsonwire
 
 # A path segment as servers name their endpoints and models (`qwen2.5-coder:7b`, `Qwen/Qwen2.5-7B`): nothing that
