@@ -173,6 +173,16 @@ def start_gunicorn() -> Iterator[Callable[..., Gunicorn]]:
         server.close()
 
 
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A real PostgreSQL server for the session (tests/postgres_server.py); each test takes a fresh database."""
+    from tests.postgres_server import PostgresServer
+
+    server = PostgresServer()
+    yield server
+    server.close()
+
+
 def make_tool(name: str, properties: dict[str, Any] | None = None,
               required: list[str] | None = None) -> dict[str, Any]:
     parameters = {"type": "object", "properties": properties or {}, "required": required or []}

@@ -166,7 +166,8 @@ def test_every_declared_setting_is_read_from_its_variable_and_yaml_key(tmp_path)
     samples = {"url": "http://10.1.2.3:9/v1", "text": "x", "keys": "k1", "flag": "1", "bind": "0.0.0.0:1",
                "count": "7", "seconds": "2.5", "tool_mode": "prompt", "dialects": "json", "names": "a",
                "patterns": "a+", "patterns_or_none": "none", "newlines": "3", "rounds": "2",
-               "template": "{{ messages }}", "aliases": "claude-*=qwen3"}
+               "template": "{{ messages }}", "aliases": "claude-*=qwen3",
+               "database_url": "postgresql://u:p@db:5432/log", "instance": "box-7"}
     for item in DECLARED:
         value = samples.get(item.kind) or _another_choice(item)
         if item.variable:

@@ -25,7 +25,7 @@ from tests.fake_upstream import FakeUpstream
 from tests.test_translog_exact import reference_row
 from toolproxy import create_app
 from toolproxy.config.settings import Settings
-from toolproxy.observe import translog
+from toolproxy.observe import sqlite_store
 from toolproxy.observe.record import TransformRecord, usable_secrets
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -74,9 +74,9 @@ def _writing_references(proxy: Any, path: str) -> list[TransformRecord]:
 
     def add_with_reference(record: TransformRecord) -> None:
         add(record)
-        row = reference_row(record, usable_secrets([SECRET]), log.max_field_chars)
+        row = reference_row(record, usable_secrets([SECRET]), log.max_field_chars, proxy.settings.instance_name)
         with contextlib.closing(sqlite3.connect(path, isolation_level=None, timeout=30)) as connection:
-            connection.execute(translog._INSERT, row)
+            connection.execute(sqlite_store._INSERT, row)
         written.append(record)
 
     log.add = add_with_reference
@@ -112,7 +112,7 @@ def test_a_big_answer_is_stored_in_a_third_of_the_bytes(upstream: FakeUpstream, 
     with served(replace(settings, data_dir=str(tmp_path))) as (url, proxy):
         records = _writing_references(proxy, str(tmp_path / "unused.sqlite3"))
         with contextlib.closing(sqlite3.connect(tmp_path / "unused.sqlite3")) as connection:
-            connection.executescript(translog._SCHEMA)
+            connection.executescript(sqlite_store._SCHEMA)
         body = make_body("write it", workload.TOOLS, stream=kind == "streamed")
         assert requests.post(f"{url}/v1/chat/completions", json=body, timeout=30).status_code == 200
         assert _wait_for(lambda: bool(records))

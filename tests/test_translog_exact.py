@@ -118,7 +118,8 @@ def old_fields(record: TransformRecord) -> dict[str, Any]:
     return fields
 
 
-def reference_row(record: TransformRecord, secrets: tuple[str, ...], limit: int) -> tuple[Any, ...]:
+def reference_row(record: TransformRecord, secrets: tuple[str, ...], limit: int,
+                  instance: str = "") -> tuple[Any, ...]:
     data = _scrub(old_fields(record), secrets, limit)
     text = _json(data["tools"])
     data["tools"] = data["tools"] if len(text) <= limit else truncate(text, limit)
@@ -129,7 +130,8 @@ def reference_row(record: TransformRecord, secrets: tuple[str, ...], limit: int)
     summary = {**{key: data[key] for key in keys},
                "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
                "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],
-               "issue_count": len(data["issues"]), "has_issues": record.has_issues(), "failed": failed}
+               "issue_count": len(data["issues"]), "has_issues": record.has_issues(), "failed": failed,
+               "instance": instance}  # (added since: the instance that wrote the record, for a fleet's dashboard)
     status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
     return (_text(data["request_id"]), float(record.started), _text(data["model"]), _text(data["client"]),
             _text(data["route"]), _text(data["protocol"]), status, int(summary["has_issues"]), int(record.worker or 0),

@@ -108,16 +108,27 @@ def _check_config(args: argparse.Namespace) -> int:
         environ["TOOLPROXY_CONFIG"] = args.file
     try:
         settings = load_settings(environ)
-        problem = data_dir_problem(settings.data_dir)
-        if problem:
-            raise ConfigError([problem])
+        wrong, unreachable = _log_url_check(settings)
+        problems = [problem for problem in (data_dir_problem(settings.data_dir), wrong) if problem]
+        if problems:
+            raise ConfigError(problems)
     except ConfigError as error:
         print(f"toolproxy: the configuration has problems:\n{error}", file=sys.stderr)
         return 1
-    for warning in warnings_for(settings):
+    for warning in [*warnings_for(settings), *filter(None, [unreachable])]:
         print(f"warning: {warning}", file=sys.stderr)
     _print_settings(masked(settings))
     return 0
+
+
+def _log_url_check(settings: Settings) -> tuple[str | None, str | None]:
+    """(wrong, unreachable): the transform log's database URL cannot work, or the database does not answer now
+    (nothing is created in it here)."""
+    if not settings.log_url:
+        return None, None
+    from toolproxy.observe.postgres_schema import check
+
+    return check(settings.log_url, create=False)
 
 
 def _print_settings(values: dict[str, Any]) -> None:

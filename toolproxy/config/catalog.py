@@ -9,6 +9,7 @@ monkey-patch, and must not import `ssl` or `requests` early.
 from __future__ import annotations
 
 import fnmatch
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -140,9 +141,19 @@ class Settings:
     data_dir: str = setting("", "directory", "the transform log and the metrics files, one instance per directory "
                             "([Where data goes](running.md#install-and-run))",
                             shown="`$XDG_STATE_HOME/toolproxy` or `~/.local/state/toolproxy`")
-    log_records: int = setting(2000, "count", "the transform log keeps this many records")
+    log_records: int = setting(2000, "count", "the transform log keeps this many records (in PostgreSQL, of the "
+                               "whole fleet)")
     log_field_chars: int = setting(64 * 1024, "count", "the transform log cuts each text field at this many "
                                    "characters", shown="64 KiB")
+    log_max_age: float | None = setting(None, "seconds", "the transform log also drops records older than this many "
+                                        "seconds (604800: a week)", shown="none (by count only)")
+    log_url: str | None = setting(
+        None, "database_url", "the transform log in PostgreSQL, `postgresql://USER:PASSWORD@HOST:PORT/DATABASE`: every "
+        "instance given the same URL writes to the same tables and shows the whole fleet on its dashboard; the "
+        "password is masked wherever the URL is shown ([Several instances](fleet.md))", secret=True,
+        shown="none (SQLite under the data directory)")
+    instance: str = setting("", "instance", "this instance's name on its records and on the dashboard, where a "
+                            "fleet's records can be filtered by it", shown="the host name")
     log_format: str = setting("text", "log_format", "`text`, or `json`: one JSON object per line")
     log_level: str = setting("INFO", "log_level", "`DEBUG`, `INFO`, `WARNING` or `ERROR`")
     model_aliases: tuple[tuple[str, str], ...] = setting(
@@ -157,6 +168,11 @@ class Settings:
     models: tuple[ModelRule, ...] = setting((), "rules", "per-model entries, first match wins ([below]"
                                             "(#per-model-settings))",
                                             variable=False)
+
+    @property
+    def instance_name(self) -> str:
+        """`instance`, or this host's name when it is not set."""
+        return self.instance or socket.gethostname()
 
     @property
     def is_demo(self) -> bool:

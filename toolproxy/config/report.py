@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from dataclasses import fields
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from toolproxy.config.catalog import DECLARED, Declared, MiB, Settings
+from toolproxy.config.values import without_password
 
 SECRET_FIELDS = frozenset(item.name for item in DECLARED if item.is_secret)
+# Shown without their password (the rest of a URL is no secret, and says where the proxy goes).
+URL_FIELDS = frozenset(item.name for item in DECLARED if item.kind in ("url", "database_url"))
 # Where docs/configuration.md (or another page, or the README) keeps the table `settings_table` writes.
 TABLE_START = "<!-- settings table: written by toolproxy.config.report.settings_table -->"
 TABLE_END = "<!-- end of settings table -->"
@@ -21,6 +24,8 @@ def masked(settings: Settings) -> dict[str, Any]:
 
 
 def _shown(name: str, value: Any) -> Any:
+    if name in URL_FIELDS and isinstance(value, str):
+        return without_password(value)
     if name in SECRET_FIELDS:
         if not value:
             return "(none)"
@@ -33,19 +38,9 @@ def _shown(name: str, value: Any) -> Any:
                          for rule in value) or "(none)"
     if name == "chat_template" and isinstance(value, str):
         return f"(a template of {len(value)} characters)"
-    if name == "upstream" and isinstance(value, str):
-        return without_password(value)
     if isinstance(value, tuple):
         return ", ".join(map(str, value)) or "(none)"
     return "(none)" if value is None else value
-
-
-def without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def warnings_for(settings: Settings) -> list[str]:

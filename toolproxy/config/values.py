@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from toolproxy.dialects.registry import DIALECT_NAMES
 
@@ -28,6 +28,51 @@ def _parse_url(value: Any) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{text!r} is not an http(s) URL; expected something like http://127.0.0.1:8000/v1")
+    return text
+
+
+def _parse_database_url(value: Any) -> str:
+    """A PostgreSQL URL (libpq's form); libpq checks the rest when it connects (observe/postgres_schema.py)."""
+    text = str(value).strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018  # a port that is no number raises here
+    except ValueError:
+        raise ValueError(f"{without_password(text)!r} is not a URL; expected something like "
+                         "postgresql://toolproxy:PASSWORD@db.example:5432/toolproxy") from None
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"{without_password(text)!r} is not a postgresql:// URL; expected something like "
+                         "postgresql://toolproxy:PASSWORD@db.example:5432/toolproxy (none: SQLite under the data "
+                         "directory)")
+    return text
+
+
+def without_password(url: str) -> str:
+    """The URL with its password, if any, replaced by `***` (for anything shown or logged)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "(a malformed URL)"
+    if password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def password_of(url: str | None) -> str | None:
+    """The URL's password as the server receives it (percent-decoded), or None."""
+    try:
+        password = urlsplit(url).password if url else None
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def _parse_instance(value: Any) -> str:
+    text = str(value).strip()
+    if not (0 < len(text) <= 100 and text.isprintable()):
+        raise ValueError(f"{text!r} is not an instance name: 1 to 100 printable characters, such as the host name")
     return text
 
 
@@ -191,6 +236,8 @@ def _parse_aliases(value: Any) -> tuple[tuple[str, str], ...]:
 
 PARSERS = {
     "url": _parse_url,
+    "database_url": _parse_database_url,
+    "instance": _parse_instance,
     "text": lambda value: str(value),
     "directory": _parse_directory,
     "keys": _parse_keys,

@@ -65,6 +65,7 @@ class _Instruments:
     queued: Gauge
     build_info: Gauge
     logins: Counter
+    log_dropped: Counter
 
 
 def _instruments(registry: CollectorRegistry | None) -> _Instruments:
@@ -95,6 +96,9 @@ def _instruments(registry: CollectorRegistry | None) -> _Instruments:
               multiprocess_mode="max", registry=registry),
         Counter("toolproxy_dashboard_logins", "Dashboard sign-in attempts by outcome", ["outcome"],
                 registry=registry),
+        Counter("toolproxy_log_dropped_records", "Transform log records dropped: the queue for the store was full "
+                "(queue_full: the store down, slow or full for too long) or the store refused them (refused)",
+                ["reason"], registry=registry),
     )
 
 
@@ -180,6 +184,10 @@ class Metrics:
     def login(self, outcome: LoginOutcome) -> None:
         """One dashboard sign-in attempt."""
         self._instruments.logins.labels(outcome=outcome).inc()
+
+    def log_dropped(self, count: int, reason: str) -> None:
+        """Records the transform log dropped (translog.py), by reason: queue_full or refused."""
+        self._instruments.log_dropped.labels(reason=reason).inc(count)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type, for `GET /metrics`."""

@@ -1,5 +1,5 @@
-"""The transform log's read side: summaries, one record, and stats, each from one read transaction on its own
-short connection, so the dashboard never waits on the writer."""
+"""The SQLite store's read side (sqlite_store.py): summaries, one record, stats and the charts' activity, each from
+one read transaction on its own short connection, so the dashboard never waits on the writer."""
 
 from __future__ import annotations
 
@@ -13,9 +13,12 @@ import time
 from typing import Any
 
 from toolproxy.observe import stored
+from toolproxy.observe.store import Filters
 
 logger = logging.getLogger("toolproxy.observe.translog")
 
+# The instance that wrote a record (row.py puts it in the summary; a record from before that has none).
+_INSTANCE = "json_extract(summary, '$.instance')"
 _STATS_TOTALS = ("SELECT count(*), coalesce(sum(typeof(status) = 'integer' AND status >= 400), 0), "
                  "coalesce(sum(repairs), 0), coalesce(sum(issue_count), 0), coalesce(sum(has_issues), 0) FROM records")
 _STATS_GROUPS = {
@@ -26,6 +29,7 @@ _STATS_GROUPS = {
                   "GROUP BY value ORDER BY 2 DESC",
     "by_model": "SELECT model, count(*) FROM records GROUP BY model ORDER BY 2 DESC",
     "by_client": "SELECT client, count(*) FROM records GROUP BY client ORDER BY 2 DESC",
+    "by_instance": f"SELECT {_INSTANCE}, count(*) FROM records GROUP BY 1 ORDER BY 2 DESC",
 }
 _STATS_OVERHEAD = "SELECT overhead_ms FROM records ORDER BY overhead_ms"
 # Per model, over the requests that offered tools: how many had a failed call (row.is_failed) in the last hour
@@ -37,22 +41,19 @@ _STATS_FAILURES = (f"SELECT model, sum(started >= ?), sum(started >= ? AND {_FAI
 HOUR, DAY = 3600.0, 86400.0
 
 
-
-def recent(path: str, limit: int = 100, *, model: str | None = None, client: str | None = None,
-           status: int | str | None = None, has_issues: bool | None = None, protocol: str | None = None,
-           after_id: int | None = None) -> list[dict[str, Any]]:
+def recent(path: str, limit: int, filters: Filters) -> list[dict[str, Any]]:
     """Summaries, newest first, of the records matching every filter given."""
-    where, params = _filters(model=model, client=client, status=status, has_issues=has_issues, protocol=protocol,
-                             after_id=after_id)
+    where, params = _filters(filters)
     sql = f"SELECT id, summary FROM records{where} ORDER BY id DESC LIMIT ?"  # `where`: fixed fragments only
     (rows,) = _read(path, [(sql, (*params, max(0, limit)))])
     return [{"id": row_id, **json.loads(summary)} for row_id, summary in rows]
 
 
 def get(path: str, record_id: int) -> dict[str, Any] | None:
-    """The full record (redacted and truncated as stored, each reference followed: stored.py), or None."""
-    (rows,) = _read(path, [("SELECT id, record FROM records WHERE id = ?", (record_id,))])
-    return {"id": rows[0][0], **stored.expand(json.loads(rows[0][1]))} if rows else None
+    """The full record (redacted and truncated as stored, each reference followed: stored.py) and the instance
+    that wrote it, or None."""
+    (rows,) = _read(path, [(f"SELECT id, record, {_INSTANCE} FROM records WHERE id = ?", (record_id,))])
+    return {"id": rows[0][0], **stored.expand(json.loads(rows[0][1])), "instance": rows[0][2]} if rows else None
 
 
 def find(path: str, request_id: str) -> int | None:
@@ -74,14 +75,14 @@ def stats(path: str, now: float | None = None) -> dict[str, Any]:
     stats["failures"] = {str(model): {"hour": (int(failed_hour or 0), int(hour or 0)), "day": (int(failed), int(day))}
                          for model, hour, failed_hour, day, failed in results[2]}
     for name, rows in zip(_STATS_GROUPS, results[3:], strict=True):
-        stats[name] = {str(key): count for key, count in rows}
+        stats[name] = {"" if key is None else str(key): count for key, count in rows}
     return stats
 
 
 # The dashboard's charts (observe/charts.py): what each record in the window says of its outcome and times, oldest
-# first. `instance` is the summary's, where a store records one; None here (one SQLite log, one instance).
+# first. `instance` is the summary's (None for a record written before row.py put it there).
 _ACTIVITY = ("SELECT started, route, status, repairs, overhead_ms, json_extract(summary, '$.first_byte_ms'), "
-             f"{_FAILED}, model, dialects, json_extract(summary, '$.instance') FROM records WHERE started >= ? "
+             f"{_FAILED}, model, dialects, {_INSTANCE} FROM records WHERE started >= ? "
              "ORDER BY id DESC LIMIT ?")
 ACTIVITY_ROWS = 20_000  # the newest records of the window at most: a chart of more would cost the loop too long
 
@@ -108,14 +109,12 @@ def _read(path: str, queries: list[tuple[str, tuple[Any, ...]]]) -> list[list[An
         return [[] for _ in queries]
 
 
-def _filters(*, model: str | None, client: str | None, status: int | str | None, has_issues: bool | None,
-             protocol: str | None, after_id: int | None) -> tuple[str, tuple[Any, ...]]:
+def _filters(filters: Filters) -> tuple[str, tuple[Any, ...]]:
     """A WHERE clause of fixed fragments, and its parameters: no value is ever written into the SQL."""
-    if isinstance(status, str) and status.isascii() and status.isdigit() and len(status) <= 3:
-        status = int(status)  # from a query string: "502" means the integer status stored ("²" is no number)
-    wanted = (("model = ?", model), ("client = ?", client), ("status = ?", status),
-              ("has_issues = ?", None if has_issues is None else int(has_issues)), ("protocol = ?", protocol),
-              ("id > ?", after_id))
+    has_issues = filters.has_issues
+    wanted = (("model = ?", filters.model), ("client = ?", filters.client), ("status = ?", filters.status),
+              ("has_issues = ?", None if has_issues is None else int(has_issues)), ("protocol = ?", filters.protocol),
+              (f"{_INSTANCE} = ?", filters.instance), ("id > ?", filters.after_id))
     used = [(fragment, value) for fragment, value in wanted if value is not None]
     if not used:
         return "", ()

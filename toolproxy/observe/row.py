@@ -52,8 +52,8 @@ _NO_TOOLS = _Tools(None, b"null")
 class Rows:
     """Rows for one transform log: its secrets and field limit, and the stored form of the tool lists seen last."""
 
-    def __init__(self, secrets: tuple[str, ...], limit: int) -> None:
-        self.secrets, self.limit = secrets, limit
+    def __init__(self, secrets: tuple[str, ...], limit: int, instance: str = "") -> None:
+        self.secrets, self.limit, self.instance = secrets, limit, instance
         self._tools: OrderedDict[bytes, _Tools] = OrderedDict()
         try:  # each secret as it appears inside a JSON string
             self._forms: tuple[bytes, ...] | None = tuple(orjson.dumps(secret)[1:-1] for secret in secrets)
@@ -66,7 +66,7 @@ class Rows:
         fields = {name: getattr(record, name) for name in FIELDS}
         tools = self._stored_tools(fields["tools"])
         data, text = self._as_is(fields, tools) or self._walked(fields, tools)
-        summary = _summary(data, record.has_issues())
+        summary = _summary(data, record.has_issues(), self.instance)
         status = data["status"] if isinstance(data["status"], int) else _text(data["status"])
         # Converted here, so a malformed record costs itself in `add`, never its whole batch in the writer.
         return (_text(data["request_id"]), float(record.started), _text(data["model"]), _text(data["client"]),
@@ -192,14 +192,15 @@ def _refuse(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-def _summary(data: dict[str, Any], has_issues: bool) -> dict[str, Any]:
+def _summary(data: dict[str, Any], has_issues: bool, instance: str) -> dict[str, Any]:
     keys = ("request_id", "client_request_id", "started", "model", "client", "route", "mode", "status", "dialects",
             "repairs", "finish_reason", "upstream_ms", "overhead_ms", "worker", "strategy", "first_byte_ms",
             "protocol", "backend")
     return {**{key: data[key] for key in keys},
             "time": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data["started"])),
             "calls": [call.get("name") for call in data["calls"] if isinstance(call, dict)],
-            "issue_count": len(data["issues"]), "has_issues": has_issues, "failed": is_failed(data)}
+            "issue_count": len(data["issues"]), "has_issues": has_issues, "failed": is_failed(data),
+            "instance": _text(instance)}
 
 
 def is_failed(data: dict[str, Any]) -> bool:

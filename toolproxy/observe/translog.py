@@ -1,5 +1,7 @@
-"""The transform log: one `TransformRecord` per request, kept in SQLite under the data directory so that every
-gunicorn worker writes to, and the dashboard reads from, the same store. Adding a record never waits on the disk."""
+"""The transform log: one `TransformRecord` per request, queued by `add` and written in batches by a writer thread
+of the process to its store (store.py: SQLite under the data directory, or PostgreSQL shared by a fleet), which
+every gunicorn worker writes to and the dashboard reads from. Adding a record never waits on the store: a store that
+is down, slow or full costs records past the queue's bound (counted), never a request's time."""
 
 from __future__ import annotations
 
@@ -8,68 +10,55 @@ import contextlib
 import logging
 import os
 import queue
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from gevent import monkey
 
-from toolproxy.observe import queries
 from toolproxy.observe.record import TransformRecord, usable_secrets
 from toolproxy.observe.row import Row, Rows
+from toolproxy.observe.store import Filters, Retention, Store, StoreError, StoreUnavailable
 
 logger = logging.getLogger(__name__)
 
-FILE_NAME = "translog.sqlite3"
 BATCH_ROWS = 100
 BATCH_SECONDS = 0.2
 IDLE_SECONDS = 5.0  # a writer with nothing to do ends, and closes its connection; the next add starts another
-MAX_PENDING = 10_000  # rows waiting for the disk; beyond this a stuck disk costs records, never memory
+MAX_PENDING = 10_000  # rows waiting for the store; beyond this a stuck store costs records, never memory
 # ... and their bytes: a row of a 256 KB exchange holds ~400 KB, so a writer falling behind under load (it competes
 # for the GIL with the workers' greenlets) grew a worker by hundreds of MiB long before 10,000 rows.
 MAX_PENDING_BYTES = 64 * 1024 * 1024
-SCHEMA_ATTEMPTS = 20
-_SCHEMA = """CREATE TABLE IF NOT EXISTS records (
-    id INTEGER PRIMARY KEY, request_id TEXT NOT NULL, started REAL NOT NULL, model TEXT NOT NULL,
-    client TEXT NOT NULL, route TEXT NOT NULL,
-    status,  -- untyped on purpose: an HTTP status stays an integer, "client_disconnected" stays text
-    has_issues INTEGER NOT NULL, worker INTEGER NOT NULL, overhead_ms REAL NOT NULL, repairs INTEGER NOT NULL,
-    issue_count INTEGER NOT NULL,
-    dialects TEXT NOT NULL,  -- JSON list, for stats() through json_each
-    summary TEXT NOT NULL,   -- JSON: what recent() lists, so listing never parses the big records
-    record TEXT NOT NULL,    -- JSON: the whole record, redacted and truncated
-    protocol TEXT NOT NULL DEFAULT 'chat'  -- the client's wire protocol (added later: see _add_columns)
-)"""
-# Columns added after the first release, for a log written by an older version: (name, definition).
-_ADDED_COLUMNS = (("protocol", "TEXT NOT NULL DEFAULT 'chat'"),)
-_INSERT = ("INSERT INTO records (request_id, started, model, client, route, protocol, status, has_issues, worker, "
-           "overhead_ms, repairs, issue_count, dialects, summary, record) VALUES "
-           "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS TEXT))")
-# (the record may come as UTF-8 bytes, row.py: it is stored as the same text)
-_PRUNE = "DELETE FROM records WHERE id <= (SELECT max(id) FROM records) - ?"
+# A store that cannot be reached is tried again after these many seconds, doubling up to the last; the batch in hand
+# and the rows queued behind it wait (within the bounds above) and are written once it answers.
+RETRY_SECONDS = (0.5, 5.0)
+Dropped = Callable[[int, str], None]  # told how many records were dropped, and why: "queue_full" or "refused"
 
 
 class TransformLog:
-    """Records in `<data_dir>/translog.sqlite3`. `add` only queues; a writer thread of this process stores the
-    queue in batches. Reads open their own short connection."""
+    """`add` only queues; a writer thread of this process stores the queue in batches. The reads are the store's,
+    each with its own deadline."""
 
-    def __init__(self, data_dir: str, *, max_records: int = 2000, max_field_chars: int = 65536,
-                 secrets: Sequence[str] = ()) -> None:
-        self.path = os.path.join(data_dir, FILE_NAME)
-        self.max_records = max_records
+    def __init__(self, data_dir: str, *, url: str | None = None, instance: str = "", max_records: int = 2000,
+                 max_age: float | None = None, max_field_chars: int = 65536, secrets: Sequence[str] = (),
+                 on_drop: Dropped | None = None) -> None:
         self.max_field_chars = max_field_chars
-        self._rows = Rows(usable_secrets(secrets), max_field_chars)
-        self._ready = False
+        self.store: Store = open_store(data_dir, url, instance, Retention(max_records, max_age))
+        self._rows = Rows(usable_secrets(secrets), max_field_chars, instance)
+        self._on_drop = on_drop
         self._pid = 0
         self._dropped = 0
         self._prepare_process()
-        with contextlib.suppress(sqlite3.Error, OSError):  # logged by _ensure_schema; the writer tries again
-            self._ensure_schema()
-        atexit.register(self.flush, 2.0)  # what a stopping worker still holds reaches the disk
+        atexit.register(self.flush, 2.0)  # what a stopping worker still holds reaches the store
+
+    @property
+    def path(self) -> str:
+        """The SQLite store's file (what tests and tools open directly)."""
+        return str(getattr(self.store, "path", ""))
 
     def add(self, record: TransformRecord) -> None:
-        """Queue the record for the writer; never blocks on the disk and never raises."""
+        """Queue the record for the writer; never blocks on the store and never raises."""
+        self._report_drops()
         try:
             self._enqueue(self._rows.row(record))
         except Exception:  # the log is a bystander: whatever goes wrong here must not fail the request
@@ -88,6 +77,33 @@ class TransformLog:
         if not barrier.done:
             logger.warning("transform log: flush gave up after %.1f s", timeout)
 
+    def close(self) -> None:
+        """Flush, and let go of the store's connections (a log that is done with)."""
+        self.flush()
+        self.store.close()
+
+    def recent(self, limit: int = 100, *, model: str | None = None, client: str | None = None,
+               status: int | str | None = None, has_issues: bool | None = None, protocol: str | None = None,
+               instance: str | None = None, after_id: int | None = None) -> list[dict[str, Any]]:
+        """Summaries, newest first, of the records matching every filter given."""
+        return self.store.recent(limit, Filters(model, client, status, has_issues, protocol, instance, after_id))
+
+    def get(self, record_id: int) -> dict[str, Any] | None:
+        """The full record (redacted and truncated as stored), or None."""
+        return self.store.get(record_id)
+
+    def find(self, request_id: str) -> int | None:
+        """The id of the record with this request id, or None."""
+        return self.store.find(request_id)
+
+    def activity(self, since: float) -> list[tuple[Any, ...]]:
+        """What the dashboard's charts count of each record started since `since` (charts.Activity)."""
+        return self.store.activity(since)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts over the stored records, all from one snapshot."""
+        return self.store.stats()
+
     def _prepare_process(self) -> None:
         """Fresh queue, lock and writer state: after a fork the parent's belong to a thread that is not here."""
         self._pid = os.getpid()
@@ -96,6 +112,7 @@ class TransformLog:
         self._lock: Any = monkey.get_original("_thread", "allocate_lock")()
         self._running = False
         self._pending_bytes = 0  # of the rows queued, under `_lock`
+        self._unreported = 0  # rows the writer dropped, for the next `add` to count (the metrics are the loop's)
 
     def _enqueue(self, item: Row | _Barrier) -> None:
         if self._pid != os.getpid():
@@ -103,7 +120,9 @@ class TransformLog:
         if isinstance(item, tuple) and not self._reserve(_size(item)):
             self._dropped += 1
             if self._dropped % 1000 == 1:
-                logger.warning("transform log: the disk is not keeping up; %d record(s) dropped", self._dropped)
+                logger.warning("transform log: the store is not keeping up; %d record(s) dropped", self._dropped)
+            if self._on_drop is not None:
+                self._on_drop(1, "queue_full")
             return
         self._queue.put(item)
         with self._lock:
@@ -119,18 +138,23 @@ class TransformLog:
             self._pending_bytes += size
             return True
 
+    def _report_drops(self) -> None:
+        if not self._unreported or self._pid != os.getpid():
+            return
+        with self._lock:
+            count, self._unreported = self._unreported, 0
+        if count and self._on_drop is not None:
+            self._on_drop(count, "refused")
+
     def _run(self, pending: Any) -> None:
-        connection: sqlite3.Connection | None = None
         try:
             while (batch := self._collect(pending)) is not None:
-                connection = self._write(connection, batch)
+                self._write(batch)
         except Exception:  # the top of a thread: nothing above would report it
             logger.exception("transform log: the writer failed")
-            with self._lock:
-                self._running = False
+            self._retire(pending, failed=True)
         finally:
-            if connection is not None:
-                connection.close()
+            _release_hub()
 
     def _collect(self, pending: Any) -> list[Row | _Barrier] | None:
         """The next batch: the first item, then what came within BATCH_SECONDS (sooner when a flush waits), at
@@ -152,19 +176,23 @@ class TransformLog:
                 break
         return items
 
-    def _retire(self, pending: Any) -> bool:
+    def _retire(self, pending: Any, failed: bool = False) -> bool:
         # Under the lock that `_enqueue` takes after its put: either the writer sees the new item, or the adder
-        # sees no writer and starts one. No item is left waiting with nobody to write it.
+        # sees no writer and starts one. No item is left waiting with nobody to write it. The store's connection
+        # is closed before another writer can open its own.
         with self._lock:
-            if pending.empty():
+            if pending.empty() or failed:
+                with contextlib.suppress(Exception):
+                    self.store.idle()
                 self._running = False
                 return True
             return False
 
-    def _write(self, connection: sqlite3.Connection | None, items: list[Row | _Barrier]) -> sqlite3.Connection | None:
+    def _write(self, items: list[Row | _Barrier]) -> None:
         rows = [item for item in items if isinstance(item, tuple)]
         try:
-            return self._insert(connection, rows) if rows else connection
+            if rows:
+                self._store_rows(rows)
         finally:
             with self._lock:
                 self._pending_bytes -= sum(_size(row) for row in rows)
@@ -172,67 +200,42 @@ class TransformLog:
                 if isinstance(item, _Barrier):
                     item.done = True
 
-    def _insert(self, connection: sqlite3.Connection | None, rows: list[Row]) -> sqlite3.Connection | None:
-        """Insert and prune in one transaction. A failure costs this batch only: logged, never raised."""
-        try:
-            connection = connection or self._open_writer()
-            connection.execute("BEGIN IMMEDIATE")
-            connection.executemany(_INSERT, rows)
-            connection.execute(_PRUNE, (self.max_records,))
-            connection.execute("COMMIT")
-            return connection
-        except (sqlite3.Error, OSError) as error:
-            logger.warning("transform log: %d record(s) dropped, writing %s failed: %s", len(rows), self.path, error)
-            if connection is not None:
-                connection.close()  # rolls back; the next batch opens a fresh connection
-            return None
+    def _store_rows(self, rows: list[Row]) -> None:
+        """Write the batch; while the store is unavailable, wait and try again (the rows behind it wait in the
+        queue, within its bounds). A batch the store refuses is dropped: logged and counted, never raised."""
+        delay, since = RETRY_SECONDS[0], 0.0
+        while True:
+            try:
+                self.store.write(rows)
+                if since:
+                    logger.warning("transform log: the store is back after %.0f s; writing resumes", time.monotonic()
+                                   - since)
+                return
+            except StoreUnavailable as error:
+                if not since:
+                    since = time.monotonic()
+                    logger.warning("transform log: the store is unavailable (%s); %d record(s) wait, trying again "
+                                   "every %g s at most", error, len(rows), RETRY_SECONDS[1])
+                with contextlib.suppress(queue.Empty):
+                    self._urgent.get(timeout=delay)  # a flush cuts the wait short (and gives up at its deadline)
+                delay = min(delay * 2, RETRY_SECONDS[1])
+            except StoreError as error:
+                logger.warning("transform log: %d record(s) dropped, %s", len(rows), error)
+                with self._lock:
+                    self._unreported += len(rows)
+                return
 
-    def _open_writer(self) -> sqlite3.Connection:
-        if not self._ready:
-            self._ensure_schema()
-        connection = sqlite3.connect(self.path, timeout=5, isolation_level=None)
-        connection.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across a crash of the process
-        return connection
+def open_store(data_dir: str, url: str | None, instance: str, retention: Retention) -> Store:
+    """The store a log's settings name: PostgreSQL for a `postgresql://` URL, else SQLite in `data_dir`. The
+    PostgreSQL driver is imported only then: a proxy on SQLite never loads it."""
+    if url:
+        from toolproxy.observe.postgres_store import PostgresStore
 
-    def _ensure_schema(self) -> None:
-        """Directory, WAL mode and table; idempotent. Workers starting together may find the file locked while
-        another one switches it to WAL: that is retried."""
-        try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            _retry_locked(self._create_schema)
-            self._ready = True
-        except (sqlite3.Error, OSError) as error:
-            logger.warning("transform log: cannot use %s: %s", self.path, error)
-            raise
+        return PostgresStore(url, instance, retention)
+    from toolproxy.observe.sqlite_store import SqliteStore
 
-    def _create_schema(self) -> None:
-        with contextlib.closing(sqlite3.connect(self.path, timeout=5, isolation_level=None)) as connection:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.executescript(_SCHEMA)
-            _add_columns(connection)
+    return SqliteStore(data_dir, retention)
 
-    def recent(self, limit: int = 100, *, model: str | None = None, client: str | None = None,
-               status: int | str | None = None, has_issues: bool | None = None, protocol: str | None = None,
-               after_id: int | None = None) -> list[dict[str, Any]]:
-        """Summaries, newest first, of the records matching every filter given."""
-        return queries.recent(self.path, limit, model=model, client=client, status=status, has_issues=has_issues,
-                              protocol=protocol, after_id=after_id)
-
-    def get(self, record_id: int) -> dict[str, Any] | None:
-        """The full record (redacted and truncated as stored), or None."""
-        return queries.get(self.path, record_id)
-
-    def find(self, request_id: str) -> int | None:
-        """The row id of the record with this request id, or None."""
-        return queries.find(self.path, request_id)
-
-    def activity(self, since: float) -> list[tuple[Any, ...]]:
-        """What the dashboard's charts count of each record started since `since` (queries.activity)."""
-        return queries.activity(self.path, since)
-
-    def stats(self) -> dict[str, Any]:
-        """Counts over the stored records, all from one snapshot."""
-        return queries.stats(self.path)
 
 class _Barrier:
     """Queued by `flush`: the writer marks it done once everything queued before it is written."""
@@ -249,24 +252,14 @@ def _start_thread(function: Callable[..., None], args: tuple[Any, ...]) -> None:
     monkey.get_original("_thread", "start_new_thread")(function, args)
 
 
-def _add_columns(connection: sqlite3.Connection) -> None:
-    """The columns a log written by an older version lacks (two workers may race: the loser finds it there)."""
-    present = {row[1] for row in connection.execute("PRAGMA table_info(records)")}
-    for name, definition in _ADDED_COLUMNS:
-        if name not in present:
-            with contextlib.suppress(sqlite3.OperationalError):  # "duplicate column": another worker added it
-                connection.execute(f"ALTER TABLE records ADD COLUMN {name} {definition}")  # fixed names only
+def _release_hub() -> None:
+    """A writer thread that used gevent's cooperative I/O (psycopg does, once gevent has patched `select`) has its
+    own hub, whose loop holds file descriptors: destroyed with the thread, or each idle-and-restart leaks two."""
+    from gevent._hub_local import get_hub_if_exists
 
-
-def _retry_locked(action: Callable[[], None]) -> None:
-    for attempt in range(SCHEMA_ATTEMPTS):
-        try:
-            action()
-            return
-        except sqlite3.OperationalError as error:
-            if not ("locked" in str(error) or "busy" in str(error)) or attempt == SCHEMA_ATTEMPTS - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
+    hub = get_hub_if_exists()
+    if hub is not None:
+        hub.destroy(destroy_loop=True)
 
 
 def _size(row: Row) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from toolproxy.config.settings import ModelSettings, Settings
+from toolproxy.config.values import password_of
 from toolproxy.demo import DemoUpstream
 from toolproxy.observe.logs import log_request
 from toolproxy.observe.metrics import Metrics
@@ -62,12 +63,14 @@ class Proxy:
                             max_bytes=settings.max_upstream_bytes, max_depth=settings.max_json_depth,
                             max_containers=settings.max_json_containers, models_timeout=settings.models_timeout,
                             pool_size=settings.max_in_flight)
-        secrets = [*settings.api_keys, *filter(None, [settings.upstream_api_key]),
+        secrets = [*settings.api_keys, *filter(None, [settings.upstream_api_key, password_of(settings.log_url)]),
                    *(str(rule.overrides["upstream_api_key"]) for rule in settings.models
                      if rule.overrides.get("upstream_api_key"))]
-        translog = TransformLog(settings.data_dir, max_records=settings.log_records,
-                                max_field_chars=settings.log_field_chars, secrets=secrets)
         metrics = Metrics(models=tuple(rule.match for rule in settings.models))
+        translog = TransformLog(settings.data_dir, url=settings.log_url, instance=settings.instance_name,
+                                max_records=settings.log_records, max_age=settings.log_max_age,
+                                max_field_chars=settings.log_field_chars, secrets=secrets,
+                                on_drop=metrics.log_dropped)
         gate = Gate(settings.max_in_flight, settings.queue_size, settings.queue_timeout, on_queue=metrics.queued)
         backends = Backends()
         proxy = cls(settings, http, translog, metrics, gate, HealthChecks(http.check_models), secrets=tuple(secrets),

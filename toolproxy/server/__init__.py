@@ -22,6 +22,7 @@ from toolproxy.config.settings import ConfigError, Settings, load_settings
 from toolproxy.server import heap
 from toolproxy.server.banner import banner, listener_urls
 from toolproxy.server.instance import Claim, InstanceProblem, claim, fresh_metrics_dir
+from toolproxy.server.logcheck import check_log_url
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # How long a stopping worker lets running requests (long generations) finish; deploy/toolproxy.service waits
@@ -88,7 +89,8 @@ def _hooks(settings: Settings) -> dict[str, Any]:
     def on_starting(server: Any) -> None:
         """Before binding: refuse to expose an open proxy, checked on the real addresses (after any `-b` on the
         command line); say what in the configuration looks wrong; claim the data directory (a second instance on
-        it is refused here, before its port, so a failed start touches nothing of the running one)."""
+        it is refused here, before its port, so a failed start touches nothing of the running one); refuse a
+        transform log URL that cannot work, and create or upgrade its schema."""
         hosts = [address[0] if isinstance(address, tuple) else "unix" for address in server.cfg.address]
         problem = exposure_problem([host for host in hosts if host != "unix"], settings)
         if problem:
@@ -101,6 +103,12 @@ def _hooks(settings: Settings) -> dict[str, Any]:
             held.append(claim(settings.data_dir, ", ".join(listener_urls(server.cfg.address)), server.master_pid))
         except InstanceProblem as refused:
             sys.exit(f"toolproxy: {refused}")
+        if settings.log_url:
+            wrong, unreachable = check_log_url(settings.log_url)
+            if wrong:
+                sys.exit(f"toolproxy: {wrong}")
+            if unreachable:
+                server.log.warning("toolproxy: %s", unreachable)
 
     def when_ready(server: Any) -> None:
         """Bound, no worker yet: give the workers a fresh metrics directory of this instance's own for

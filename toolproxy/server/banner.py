@@ -20,8 +20,8 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from toolproxy.config.report import without_password
 from toolproxy.config.settings import Settings
+from toolproxy.config.values import without_password
 from toolproxy.version import version
 
 PROBE_SECONDS = 2.0

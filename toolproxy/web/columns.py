@@ -33,12 +33,16 @@ COLUMNS = (
     Column("status", "status"), Column("calls", "calls", "list"), Column("dialects", "dialects", "list"),
     Column("issue_count", "issues"), Column("overhead_ms", "overhead ms", "ms"),
     Column("upstream_ms", "upstream ms", "ms"), Column("first_byte_ms", "first byte ms", "ms"),
+    Column("instance", "instance"),
 )
 FILTERS = (
     Filter("model", "model"), Filter("client", "client"), Filter("status", "status", size=6),
-    Filter("protocol", "protocol", size=9), Filter("has_issues", "has issues", flag=True),
+    Filter("protocol", "protocol", size=9), Filter("instance", "instance", size=12),
+    Filter("has_issues", "has issues", flag=True),
 )
 FILTER_KEYS = tuple(item.key for item in FILTERS)
+# The filters that select on a text field as written (status and the flags are parsed first: web/dashboard.py).
+TEXT_FILTERS = tuple(item.key for item in FILTERS if not item.flag and item.key != "status")
 
 
 def script_columns() -> str:

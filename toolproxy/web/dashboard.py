@@ -4,7 +4,6 @@ the script is served by the app (no CDN: the box may be offline) and the page wo
 
 from __future__ import annotations
 
-import socket
 import time
 from typing import Any
 
@@ -16,7 +15,7 @@ from toolproxy.observe.charts import CHARTS, WINDOWS, chart_data, window_of
 from toolproxy.routes.proxy import Proxy
 from toolproxy.version import __version__
 from toolproxy.web.api import is_authorized
-from toolproxy.web.columns import COLUMNS, FILTER_KEYS, FILTERS, script_columns
+from toolproxy.web.columns import COLUMNS, FILTER_KEYS, FILTERS, TEXT_FILTERS, script_columns
 from toolproxy.wire import jsonwire
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
@@ -29,9 +28,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-# The instance the charts name when the store records none (one SQLite log: this host's instance).
-LOCAL_INSTANCE = socket.gethostname()
-MAX_ID = 2**63 - 1  # SQLite's largest integer: a record id, or a number a query compares with one
+MAX_ID = 2**63 - 1  # SQLite's and PostgreSQL's largest integer: a record id, or a number a query compares with one
 FLAGS = {"": False, "0": False, "no": False, "false": False, "off": False,
          "1": True, "yes": True, "true": True, "on": True}
 
@@ -81,7 +78,8 @@ def index() -> str:
 def charts() -> Response:
     """The charts' series over the window the query string names (`window`: seconds, one of charts.WINDOWS)."""
     window, now = window_of(request.args.get("window")), time.time()
-    data = chart_data(_proxy().translog.activity(now - window), now, window, LOCAL_INSTANCE)
+    proxy = _proxy()
+    data = chart_data(proxy.translog.activity(now - window), now, window, proxy.settings.instance_name)
     return Response(jsonwire.dumps(data), mimetype="application/json")
 
 
@@ -153,7 +151,7 @@ def _filters() -> dict[str, Any]:
     flag = request.args.get("has_issues", "").lower()
     if flag not in FLAGS:
         raise InvalidRequest("has_issues is 1 or 0 (yes/no, true/false, on/off)", param="has_issues")
-    filters: dict[str, Any] = {key: request.args.get(key) or None for key in ("model", "client", "protocol")}
+    filters: dict[str, Any] = {key: request.args.get(key) or None for key in TEXT_FILTERS}
     filters["status"] = _status(request.args.get("status", ""))
     if FLAGS[flag]:
         filters["has_issues"] = True
