@@ -6,14 +6,14 @@ BIN := $(VENV)/bin
 # The JavaScript clients tests/test_node_clients.py drives (Node.js 20 and npm from the machine).
 NODE_CLIENTS := tests/node/node_modules/.installed
 
-.PHONY: run test test-agents test-container test-real smoke browser bench bench-parse clean
+.PHONY: run test test-agents test-container test-real smoke browser prometheus postgresql bench bench-parse clean
 
 # Data (transform log, metrics) under the checkout's data/ unless TOOLPROXY_DATA_DIR says otherwise; the installed
 # `toolproxy serve` defaults to the per-user state directory instead.
 run: $(VENV)/.runtime
 	TOOLPROXY_DATA_DIR="$${TOOLPROXY_DATA_DIR:-$(CURDIR)/data}" $(BIN)/gunicorn -c gunicorn.conf.py app:app
 
-test: $(VENV)/.test browser prometheus smoke $(NODE_CLIENTS)
+test: $(VENV)/.test browser prometheus postgresql smoke $(NODE_CLIENTS)
 	$(BIN)/ruff check toolproxy tests app.py gunicorn.conf.py bench
 	$(BIN)/mypy --strict toolproxy
 	$(BIN)/pytest
@@ -61,6 +61,11 @@ browser:
 # only the server is needed, not the exporters it recommends.
 prometheus:
 	@command -v prometheus >/dev/null || { apt-get update -q && apt-get install -y -q --no-install-recommends prometheus; }
+
+# The transform log's PostgreSQL tests (tests/postgres_server.py) run Debian's server: initdb in a temporary directory,
+# as the package's `postgres` user where the tests run as root. Only the server is needed.
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q --no-install-recommends postgresql; }
 
 clean:
 	rm -rf $(VENV) .venv-smoke .venv-real build/container tests/node/node_modules .agents .pytest_cache .mypy_cache .ruff_cache .hypothesis

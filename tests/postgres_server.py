@@ -98,8 +98,6 @@ class PostgresServer:
 
     def _command(self, program: str, *args: str) -> list[str]:
         path = str(self.bin / program)
-        if program == "psql" and not (self.bin / program).exists():
-            path = shutil.which("psql") or path
         if not self._as_root:
             return [path, *args]
         return ["setpriv", f"--reuid={SUPERUSER}", f"--regid={SUPERUSER}", "--init-groups", "--", path, *args]
