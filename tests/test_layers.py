@@ -96,3 +96,26 @@ def test_modules_stay_small():
     long = {name: n for name, path in MODULES.items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
+
+
+# The transform log's storage is observe's: the routes and pages use `TransformLog` and the store interface
+# (observe/store.py), and no other layer opens a database. The one exception is the start-up check of the database
+# URL (server/logcheck.py, `toolproxy check-config`), which asks observe's schema room whether it can be used.
+DATABASE_DRIVERS = ("sqlite3", "psycopg", "psycopg_pool")
+STORES = ("toolproxy.observe.sqlite_store", "toolproxy.observe.queries", "toolproxy.observe.postgres_store",
+          "toolproxy.observe.postgres_queries", "toolproxy.observe.postgres_schema")
+URL_CHECK = "toolproxy.observe.postgres_schema"
+
+
+def opens_a_database(name: str, other: str) -> bool:
+    if other.split(".")[0] in DATABASE_DRIVERS:
+        return True
+    return other.startswith(STORES) and not (other.startswith(URL_CHECK) and layer_of(name) in ("server", "cli"))
+
+
+def test_only_observe_keeps_the_transform_log():
+    wrong = [f"{name} imports {other}" for name, path in MODULES.items() if layer_of(name) != "observe"
+             for other in imports_of(path) if opens_a_database(name, other)]
+    assert wrong == []
+    stores = {name for name in MODULES if name.startswith(STORES)}
+    assert {layer_of(name) for name in stores} == {"observe"} and len(stores) == len(STORES)

@@ -70,7 +70,9 @@ class PostgresStore:
                 connection.execute(PRUNE, (self.retention.max_records,))
                 if self.retention.max_age is not None:
                     connection.execute(PRUNE_AGE, (time.time() - self.retention.max_age,))
-        except _REFUSED as error:
+        # A value psycopg cannot adapt (ValueError, TypeError) would fail the same way on every retry: the batch is
+        # refused and dropped, as the database's own refusals are, rather than blocking the queue behind it.
+        except (*_REFUSED, ValueError, TypeError) as error:
             raise StoreError(self._said(error)) from error
         except psycopg.Error as error:
             if isinstance(error, errors.UndefinedTable):

@@ -49,7 +49,7 @@ class TransformLog:
         self._pid = 0
         self._dropped = 0
         self._prepare_process()
-        atexit.register(self.flush, 2.0)  # what a stopping worker still holds reaches the store
+        atexit.register(self._exit)
 
     @property
     def path(self) -> str:
@@ -81,6 +81,13 @@ class TransformLog:
         """Flush, and let go of the store's connections (a log that is done with)."""
         self.flush()
         self.store.close()
+
+    def _exit(self) -> None:
+        """At the process's exit: what a stopping worker still holds reaches the store, within 2 s, and the store's
+        connections close before the interpreter takes their threads away."""
+        self.flush(2.0)
+        with contextlib.suppress(Exception):
+            self.store.close()
 
     def recent(self, limit: int = 100, *, model: str | None = None, client: str | None = None,
                status: int | str | None = None, has_issues: bool | None = None, protocol: str | None = None,
