@@ -50,10 +50,7 @@ def loads(data: bytes | bytearray, max_depth: int, max_containers: int = 100_000
     comes as `Encoded`. `pause`: called between the steps of a large body's decode (the counts, a slice at a time;
     the decode; the walk over what it holds), so the caller may let others run (a 7 MiB body costs tens of
     milliseconds in each)."""
-    if has_too_many_containers(data, max_containers, pause):
-        raise JsonWireError(f"JSON with more than {max_containers} arrays and objects")
-    if has_too_many_values(data, MAX_VALUES, pause):
-        raise JsonWireError(f"JSON with more than {MAX_VALUES} values")
+    _refuse_too_many(data, max_containers, pause)
     value, strict, too_deep = _loads_strictly(data, max_depth, pause if len(data) > PAUSE_BYTES else None)
     if not strict:
         value = _loads_slowly(data, max_depth)
@@ -137,6 +134,19 @@ def _loads_slowly(data: bytes | bytearray, max_depth: int) -> Any:
     except ValueError as error:
         raise JsonWireError(f"body is not valid JSON: {error}") from None
     return value
+
+
+def _refuse_too_many(data: bytes | bytearray, max_containers: int, pause: Callable[[], None] | None) -> None:
+    """Refuse too many containers or values before decoding. One pass counts every value mark, brackets among
+    them: a bound on both counts that settles almost every body at once (a 1 MB agent transcript holds some
+    26,000), where a pass per count cost 0.6 ms a MB each on every request."""
+    if len(data) <= min(max_containers, MAX_VALUES):
+        return
+    bound = _structural(data, _VALUE_MARKS)
+    if bound > max_containers and has_too_many_containers(data, max_containers, pause):
+        raise JsonWireError(f"JSON with more than {max_containers} arrays and objects")
+    if bound > MAX_VALUES and _outside_strings(data, _VALUE_MARKS, pause) > MAX_VALUES:
+        raise JsonWireError(f"JSON with more than {MAX_VALUES} values")
 
 
 def has_too_many_values(data: bytes | bytearray, limit: int, pause: Callable[[], None] | None = None) -> bool:
