@@ -88,13 +88,18 @@ def request_body(model: str, *, tools: bool, stream: bool = False, messages: lis
 
 
 # The other wire protocols toolproxy speaks to its clients, each asking the same of the same upstream answers as
-# `request_body` (the model name picks the answer): path, and body for (model, stream). The Messages front end
-# (/v1/messages) goes here with its body when it lands; bench/load.py gives each protocol the chat scenarios' rows.
+# `request_body` (the model name picks the answer): path, and body for (model, stream); bench/load.py gives each
+# protocol the chat scenarios' rows.
 PROTOCOLS: dict[str, tuple[str, Any]] = {
     "Responses": ("/v1/responses", lambda model, stream: dumps({
         "model": model, "instructions": "You are a coding agent.",
         "input": "Read /src/app.py and tell me what it does.", "stream": stream,
         "tools": [{"type": "function", **tool["function"]} for tool in TOOLS]})),
+    "Messages": ("/v1/messages", lambda model, stream: dumps({
+        "model": model, "max_tokens": 4096, "system": "You are a coding agent.",
+        "messages": [{"role": "user", "content": "Read /src/app.py and tell me what it does."}], "stream": stream,
+        "tools": [{"name": tool["function"]["name"], "description": tool["function"]["description"],
+                   "input_schema": tool["function"]["parameters"]} for tool in TOOLS]})),
 }
 
 
