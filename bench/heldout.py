@@ -1,8 +1,11 @@
-"""How the proxy does on real model output nobody tuned to: every case of a held-out set (`tests/golden/heldout`
-by default) judged one-shot and streamed exactly as the real-world ratchet judges its corpus (`tests/corpus.py`),
-with the totals and a breakdown per model family. It measures; it asserts nothing and changes nothing.
+"""How the proxy does on real model output nobody tuned to: every case of a held-out set judged one-shot and
+streamed exactly as the real-world ratchet judges its corpus (`tests/corpus.py`), with the totals and a breakdown
+per model family. It measures; it asserts nothing and changes nothing.
 
-    .venv/bin/python bench/heldout.py [DIR]
+    .venv/bin/python bench/heldout.py DIR          # e.g. tests/golden/heldout2, once, before a round's first change
+
+The folder has no default on purpose: the next round's set (`tests/golden/heldout2`) is run only by whoever means
+to take its figure, never by a command typed out of habit. Any folder of cases works (`tests/golden/realworld`).
 
 False calls are calls returned beyond those meant (a call where none was meant, or to a tool nobody meant);
 missed calls are calls meant but not returned; both are matched by tool name, so a call with the right name and
@@ -21,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.corpus import Case, false_calls, load_cases, missed_calls, one_shot, streaming_disagreement
 
-DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "golden" / "heldout"
 NO_CALL = "(no call is right)"
 
 # The family a case belongs to, read from its `model` field: the first keyword found wins, so the more specific
@@ -101,7 +103,7 @@ def report(directory: Path, verdicts: list[Verdict]) -> Iterable[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("directory", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("directory", type=Path, help="a folder of cases (<case>.txt and <case>.json)")
     directory = parser.parse_args().directory
     cases = load_cases(directory)
     if not cases:
