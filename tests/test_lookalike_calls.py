@@ -76,6 +76,42 @@ def test_quoted_call_through_the_proxy_is_content(upstream, proxy):
         assert json.dumps(text)[1:-1] in response.text
 
 
+# Call markup no dialect reads, written in prose (issue 24: a repair round fired on "The `<tool_call>` tag
+# indicates ..."): quoted, by the look-alike rule, so not a failed attempt.
+PROSE = ("The `<tool_call>` tag indicates that the model wants to run a tool; the JSON inside names the tool and "
+         "its arguments, and `</tool_call>` ends it.")
+
+
+@pytest.mark.parametrize("text", [
+    PROSE,
+    "Models trained on Hermes wrap calls in <tool_call> tags, and Mistral writes [TOOL_CALLS] before them.",
+    'A "<tool_call>" opener with nothing after it is harmless.',
+    "Use <read> when you need a file, and nothing else.",
+])
+def test_markup_quoted_in_prose_is_not_a_failed_attempt(text):
+    extraction = extract(text, TOOLS)
+    assert (extraction.calls, extraction.content(), extraction.failures) == ([], text, [])
+
+
+@pytest.mark.parametrize("text", [
+    'Reading it: <tool_call>{"name": "read", "arguments": {"path": }}</tool_call>',
+    'Reading it now.\n<tool_call>\n{"name": "read", "arguments": {"path": "a.py"',
+    'Let me read it: <tool_call> {"name": "read", "arguments": ["a.py"]}</tool_call>',
+    "Calling it: <tool_call>",
+])
+def test_markup_of_a_failed_call_is_still_an_attempt(text):
+    assert extract(text, TOOLS).failures
+
+
+def test_markup_quoted_in_prose_does_not_start_a_repair_round(upstream, serve, settings):
+    proxy = serve(with_settings(settings, repair_rounds=1))
+    upstream.completion(PROSE)
+    tools = [make_tool("read", {"path": {"type": "string"}})]
+    response = proxy.post(make_body("what does the tag mean?", tools))
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == PROSE
+    assert len(upstream.received) == 1
+
+
 def test_quoted_call_does_not_start_a_repair_round(upstream, serve, settings):
     proxy = serve(with_settings(settings, repair_rounds=1))
     upstream.completion(f"You could call `{CALL}` later.")

@@ -22,7 +22,7 @@ from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.json_repair import repair_arguments
-from toolproxy.meaning.lookalike import demote_quoted
+from toolproxy.meaning.lookalike import demote_quoted, is_attempted
 from toolproxy.meaning.recovery import recover
 from toolproxy.meaning.recovery_tokens import absorb_tokens
 
@@ -116,7 +116,8 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
     for call in quoted:  # markup the model quoted on purpose is not a failed attempt at a call
         text = text.replace(call.source, "", 1)
     # One pass for all of them (markers_in): one `in` each over a 256 KB prose reply took 1.8 ms.
-    found = markers_in(text, (*CALL_MARKERS, *(f"<{name}>" for name in tools)))
+    found = [marker for marker in markers_in(text, (*CALL_MARKERS, *(f"<{name}>" for name in tools)))
+             if is_attempted(text, marker)]
     if found:
         extraction.fail("tool-call markup left as text (malformed, truncated or refused): " + ", ".join(sorted(found)))
         if not extraction.attempts:  # markup no dialect could read: a call attempted, its JSON unreadable

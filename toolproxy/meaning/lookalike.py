@@ -6,10 +6,15 @@ common case (`` `<tool_call>...</tool_call>` `` always has a backtick on each si
 other. A call alone on its line, one that ends a sentence ("Reading it now: <tool_call>..."), one that starts a
 line with text after it, and one inside a code fence (models do fence real calls; the fence lines are their own)
 are all real. Calls next to each other are each other's neighbours, not text, so a run of calls stays calls.
+
+Markup no dialect read (`The `<tool_call>` tag indicates ...`) is judged by the same rule: quoted when text
+stands before it on its line and, after it, a closing quote or a word; a failed call's markup is followed by its
+own JSON or tags, or ends its line (`quotes_markup`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from toolproxy.dialects.base import Call, Segment, Text, merge_text
@@ -51,3 +56,38 @@ def _is_quoted(segments: list[Segment], index: int) -> bool:
     end = after.text.find("\n")
     line_after = after.text if end < 0 else after.text[:end]
     return bool(line_before.strip()) and bool(line_after.strip())
+
+
+_REACH = 256  # how far along its line a marker's neighbours are looked for
+_CLOSING_QUOTES = "`'\"\u201d\u2019\u00bb"  # and typographic closing quotes
+_WORD_AFTER = re.compile(r"[ \t]+[^\s{\[<(\"'`]")  # white space, then a word, not JSON, a tag or a quote
+
+
+def quotes_markup(text: str, start: int, end: int) -> bool:
+    """Whether markup at `text[start:end]` that no dialect read is quoted in prose: text before it on its line,
+    and after it a closing quote or backtick, or white space and a word. Looks at most `_REACH` characters each way."""
+    line_start = text.rfind("\n", max(0, start - _REACH), start) + 1
+    if not text[max(line_start, start - _REACH) : start].strip():
+        return False
+    after = text[end : end + _REACH]
+    line_end = after.find("\n")
+    after = after if line_end < 0 else after[:line_end]
+    return (after != "" and after[0] in _CLOSING_QUOTES) or _WORD_AFTER.match(after) is not None
+
+
+# How many quoted occurrences of a marker are looked at before the marker counts as attempted all the same: a flood
+# of quoted markers costs a bounded look each, and a repair round at worst.
+_QUOTED_LIMIT = 64
+
+
+def is_attempted(text: str, marker: str) -> bool:
+    """Whether `marker` stands in `text` other than quoted in prose (`quotes_markup`): a call attempted
+    and failed. Quoted markup never starts a repair round."""
+    start = text.find(marker)
+    for _ in range(_QUOTED_LIMIT):
+        if start < 0:
+            return False
+        if not quotes_markup(text, start, start + len(marker)):
+            return True
+        start = text.find(marker, start + len(marker))
+    return start >= 0
