@@ -87,6 +87,8 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
                                        + "x" * size)[:size],
     "tags without end": lambda size: ("<exec><command>" + "y" * size)[:size],
     "arg=val pairs": lambda size: ("[exec(" + "a=1, " * size)[:size],
+    # The worst known for extraction (issue 24; bench/workload.adversarial_calls): calls opened, never closed.
+    "almost-JSON calls": flood('{"name": "read", "arguments": {'),
     **{f"{name} openers": flood(opener) for name, opener in OPENERS.items()},
     "openers interleaved": flood("".join(OPENERS.values())),
 }

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolproxy.dialects.base import Dialect, JsonSpan, Segment, ToolIndex, is_decoded, merge_text
+from toolproxy.dialects.base import Dialect, Segment, ToolIndex, merge_text
 from toolproxy.dialects.chain import ChainScanner, scan_whole
+from toolproxy.dialects.json_span import JsonSpan, is_decoded
 from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.dialects.token_block import TokenBlockScanner

@@ -12,17 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import (
-    Call,
-    JsonSpan,
-    Markup,
-    Segment,
-    Text,
-    ToolIndex,
-    call_from_json,
-    decode_json,
-    is_decoded,
-)
+from toolproxy.dialects.base import Call, Markup, Segment, Text, ToolIndex, call_from_json, decode_json
+from toolproxy.dialects.json_span import JsonSpan, is_decoded
 
 _LEADING_SPACE = re.compile(r"[ \t]*")
 # A JSON value that begins a line. The white-space run is bounded by the next character, so this is linear.

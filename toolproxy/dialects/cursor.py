@@ -15,7 +15,7 @@ import re
 from collections.abc import Generator
 from typing import TypeAlias, TypeVar
 
-from toolproxy.dialects.base import JsonSpan
+from toolproxy.dialects.json_span import JsonSpan
 
 T = TypeVar("T")
 Read: TypeAlias = Generator[None, None, T]

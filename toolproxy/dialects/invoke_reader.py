@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from enum import Enum, auto
 from typing import Any, Protocol
 
-from toolproxy.dialects.base import JsonSpan, ToolIndex, decode_json, trim_value
+from toolproxy.dialects.base import ToolIndex, decode_json, trim_value
 from toolproxy.dialects.block import Outcome, Step, match_word, skip_space
 from toolproxy.dialects.invoke_tags import NAMESPACE, Tag, TagSyntax, read_tag
+from toolproxy.dialects.json_span import JsonSpan
 from toolproxy.dialects.tag_xml import element_value
 from toolproxy.dialects.tokens import TOKEN, remove_tokens, strip_trailing_token
 

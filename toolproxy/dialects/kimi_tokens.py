@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import JsonSpan, Markup, ToolIndex, call_from_json, decode_json, is_decoded
+from toolproxy.dialects.base import Markup, ToolIndex, call_from_json, decode_json
 from toolproxy.dialects.block import BlockScanner, Outcome, Step, match_word, read_word, skip_space
 from toolproxy.dialects.cursor import SPACE, ahead, either, literal, run
+from toolproxy.dialects.json_span import JsonSpan, is_decoded
 
 _SECTION_BEGIN = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 _SECTION_END = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")

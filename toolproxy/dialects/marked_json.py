@@ -14,18 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolproxy.dialects.base import (
-    Call,
-    JsonSpan,
-    Markup,
-    Segment,
-    Text,
-    ToolIndex,
-    call_from_json,
-    decode_json,
-    is_decoded,
-    partial_suffix,
-)
+from toolproxy.dialects.base import Call, Markup, Segment, Text, ToolIndex, call_from_json, decode_json, partial_suffix
+from toolproxy.dialects.json_span import JsonSpan, is_decoded
 
 _NON_SPACE = re.compile(r"\S")
 
