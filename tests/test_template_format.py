@@ -73,6 +73,25 @@ def test_the_call_a_template_writes_is_read_back_as_that_call(name: str):
         assert not extraction.failures
 
 
+# Values whose own first or last character is a line break: the XML families' templates write them between the
+# tags with a line break of layout on each side (Qwen3-Coder, Qwen3.5, Nemotron 3) or none (GLM, MiniMax-M2,
+# Seed-OSS, DeepSeek V3.2's DSML); either way the value must come back as it was.
+EDGES = Probe("write_file", {"path": "src/app.py", "content": "x = 1\n", "header": "\n# notes"}, "c4llw0002")
+EDGES_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"},
+                                                 "header": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("name", WITH_DIALECT)
+def test_a_values_own_line_breaks_come_back_as_the_template_wrote_them(name: str):
+    tools = [{"type": "function", "function": {"name": "write_file", "description": "Write a file.",
+                                                "parameters": EDGES_SCHEMA}}]
+    written = written_call(SandboxedTemplate(template(name)), EDGES, tools)
+    for dialects in ((), (EXPECTED[name],)):
+        extraction = extract(written, {"write_file": EDGES_SCHEMA}, dialects)
+        assert [(call.name, call.arguments) for call in extraction.calls] == [("write_file", EDGES.arguments)], \
+            (dialects, written)
+
+
 def put_together(spec: MarkerSpec, probe: Probe) -> str:
     """The call from its markers, in the order the template wrote them (string first where it did)."""
     if spec.arguments == "json_call":

@@ -29,7 +29,7 @@ DIALECTS: dict[str, Dialect] = {
     "qwen3_coder": Qwen3XmlDialect(),
     "glm": GlmXmlDialect(),
     "kimi_k2": KimiDialect(),
-    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False, tagged=True),
+    "minimax": REGISTERED["minimax"],  # type: ignore[dict-item]
     "invoke_xml": InvokeXmlDialect("invoke_xml", ("function_calls",), bare=True),
     "dsml": REGISTERED["dsml"],  # type: ignore[dict-item]
     "kimi_k3": REGISTERED["kimi_k3"],  # type: ignore[dict-item]

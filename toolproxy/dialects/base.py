@@ -127,13 +127,19 @@ def trim_newlines(raw: str) -> str:
 _LAYOUT = " \t\r"
 
 
-def trim_value(raw: str) -> str:
+def trim_value(raw: str, paired: bool = False) -> str:
     """A value written between tags, without its layout: the rest of the opening tag's line when it is blank
     (`<parameter=path>\n`), and the closing tag's indentation with the line break before it (`\n  </parameter>`).
     The text itself keeps every space: an `old_string` of an edit is indented code (a number's spaces go when
-    `schema.py` types it)."""
+    `schema.py` types it).
+
+    `paired`: the family's chat template writes no layout around values (GLM, MiniMax-M2, Seed-OSS, DSML), so a
+    value's own line break stays (`<arg_value>x = 1\n</arg_value>` holds "x = 1\n"); layout is taken off only
+    where it stands on both sides, as a model drifting into Qwen3-Coder's layout writes it."""
     first = raw.find("\n")
     if first < 0:
+        return raw
+    if paired and (raw[:first].strip(_LAYOUT) or raw[raw.rfind("\n") + 1 :].strip(_LAYOUT)):
         return raw
     if not raw[:first].strip(_LAYOUT):
         raw = raw[first + 1 :]

@@ -231,13 +231,14 @@ def read_value(text: str, position: int, closer: str) -> tuple[str, int, bool]:
     return text[position : len(text) - hold], len(text) - hold, False
 
 
-def pad_newlines(value: str) -> str:
-    """What `trim_value` gives back as `value`: padded with a line of its own only when its first or last line is
-    blank, which would otherwise be taken for layout."""
+def pad_newlines(value: str, paired: bool = False) -> str:
+    """What `trim_value` (`paired` or not) gives back as `value`: padded with a line of its own only when its first
+    or last line is blank (`paired`: both), which would otherwise be taken for layout."""
     if "\n" not in value:
         return value
     first, last = value[: value.find("\n")], value[value.rfind("\n") + 1 :]
-    return f"\n{value}\n" if not first.strip(" \t\r") or not last.strip(" \t\r") else value
+    blank = (not first.strip(" \t\r"), not last.strip(" \t\r"))
+    return f"\n{value}\n" if (all(blank) if paired else any(blank)) else value
 
 
 def render_value(value: Any) -> str:

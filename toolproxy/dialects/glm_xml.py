@@ -47,6 +47,9 @@ class GlmXmlDialect:
 
     markup = Markup((_OPENER,), (_KEY, _VALUE, _END_VALUE), ((_OPENER, _CLOSER),))
 
+    # Its chat templates (GLM-4.6, 4.7) write each value right between its tags: a line break there is the value's.
+    layout = False
+
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (_OPENER,)
 
@@ -55,8 +58,8 @@ class GlmXmlDialect:
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
         """One call as GLM-4.5's chat template writes it."""
-        pairs = "".join(f"<arg_key>{key}</arg_key>\n<arg_value>{pad_newlines(render_value(value))}</arg_value>\n"
-                        for key, value in arguments.items())
+        pairs = "".join(f"<arg_key>{key}</arg_key>\n<arg_value>{pad_newlines(render_value(value), paired=True)}"
+                        "</arg_value>\n" for key, value in arguments.items())
         return f"<tool_call>{name}\n{pairs}</tool_call>"
 
 
@@ -132,6 +135,6 @@ class GlmReader:
         self._value.append(piece)
         if not found:
             return Step(Outcome.MORE, end)
-        self._arguments[self._key] = trim_value("".join(self._value))
+        self._arguments[self._key] = trim_value("".join(self._value), paired=not GlmXmlDialect.layout)
         self._state = _State.ARGUMENTS
         return Step(Outcome.TOKEN, end)

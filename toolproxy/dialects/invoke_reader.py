@@ -44,6 +44,8 @@ class Grammar(Protocol):
     @property
     def tagged(self) -> bool: ...
     @property
+    def layout(self) -> bool: ...
+    @property
     def lead(self) -> tuple[str, ...]: ...
     @property
     def trail(self) -> tuple[str, ...]: ...
@@ -232,7 +234,8 @@ class InvokeReader:
             value = remove_tokens(value)
             if not types:
                 schema = {"type": "array" if value.strip().startswith("<item>") else "object"}
-        return element_value(value, schema) if schema else trim_value(value)
+        paired = not self._dialect.layout
+        return element_value(value, schema, paired) if schema else trim_value(value, paired)
 
     def _read_json(self, text: str, position: int) -> Step:
         assert self._span is not None

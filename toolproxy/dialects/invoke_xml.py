@@ -45,6 +45,9 @@ class InvokeXmlDialect:
     parameter: str = "parameter"  # an argument's tag, and its attribute that names the key
     key_attribute: str = "name"
     tagged: bool = False  # an argument may also be a tag of its own name (MiniMax-M3), anchored by the schema
+    # Whether its chat template writes a line break around each value, or none (MiniMax-M2, DeepSeek V3.2's DSML):
+    # then a line break on one side only is the value's own (`base.trim_value`).
+    layout: bool = True
     lead: tuple[str, ...] = ()  # markup that may stand right before the block (any of it, repeated) and goes with it
     trail: tuple[str, ...] = ()  # markup that may follow the block's end and goes with it
     openers: tuple[str, ...] = ()  # literals only its calls begin with, when not `<wrapper>`
@@ -84,7 +87,7 @@ class InvokeXmlDialect:
         o, c, e = self.syntax.open, self.syntax.close, self.syntax.end
         token = f"｜{self.token}｜" if self.token else ""
         parameters = "".join(f'{o}{token}{self.parameter} {self.key_attribute}="{key}"{e}'
-                             f"{pad_newlines(render_value(value))}{c}{token}{self.parameter}{e}\n"
+                             f"{pad_newlines(render_value(value), not self.layout)}{c}{token}{self.parameter}{e}\n"
                              for key, value in arguments.items())
         wrapper = self.wrappers[0]
         return (f'{o}{token}{wrapper}{e}\n{o}{token}{self.invoke} {self.tool_attribute}="{name}"{e}\n{parameters}'

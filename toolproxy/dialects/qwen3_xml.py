@@ -21,6 +21,7 @@ from toolproxy.dialects.block import (
     Outcome,
     Step,
     match_word,
+    pad_newlines,
     read_token,
     read_value,
     render_value,
@@ -52,6 +53,9 @@ class Qwen3XmlDialect:
     name: str = "qwen3_coder"
     wrapper: str = _WRAPPER
     bare: bool = True  # whether a `<function=...>` block without the wrapper counts
+    # Whether its chat template writes a line break after each value's tag and before its closer (Qwen3-Coder),
+    # or none (Seed-OSS): then a line break on one side only is the value's own (`base.trim_value`).
+    layout: bool = True
 
     holds_only_markers = True
 
@@ -65,13 +69,14 @@ class Qwen3XmlDialect:
         return (self.wrapper, _FUNCTION) if self.bare else (self.wrapper,)
 
     def scanner(self, tools: ToolIndex) -> BlockScanner:
-        reader = functools.partial(Qwen3Reader, self.wrapper, self.bare)
+        reader = functools.partial(Qwen3Reader, self.wrapper, self.bare, self.layout)
         return BlockScanner(self.name, _hint(self.wrapper, self.bare), len(_FUNCTION) + len(self.wrapper) + 130, reader)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
         """One call as Qwen3-Coder's (or Seed-OSS's) chat template writes it."""
-        parameters = "".join(f"<parameter={key}>\n{render_value(value)}\n</parameter>\n"
-                             for key, value in arguments.items())
+        values = {key: f"\n{render_value(value)}\n" if self.layout else pad_newlines(render_value(value), paired=True)
+                  for key, value in arguments.items()}
+        parameters = "".join(f"<parameter={key}>{value}</parameter>\n" for key, value in values.items())
         return f"{self.wrapper}\n<function={name}>\n{parameters}</function>\n{self.wrapper[:1]}/{self.wrapper[1:]}"
 
 
@@ -84,8 +89,8 @@ class _State(Enum):
 
 
 class Qwen3Reader:
-    def __init__(self, wrapper: str = _WRAPPER, bare: bool = True) -> None:
-        self._wrapper, self._end_wrapper, self._bare = wrapper, f"</{wrapper[1:]}", bare
+    def __init__(self, wrapper: str = _WRAPPER, bare: bool = True, layout: bool = True) -> None:
+        self._wrapper, self._end_wrapper, self._bare, self._paired = wrapper, f"</{wrapper[1:]}", bare, not layout
         self._state = _State.OPENING
         self._wrapped = False
         self._calls: list[tuple[str, dict[str, str]]] = []
@@ -155,7 +160,7 @@ class Qwen3Reader:
         self._value.append(piece)
         if not found:
             return Step(Outcome.MORE, end)
-        self._calls[-1][1][self._parameter] = trim_value("".join(self._value))
+        self._calls[-1][1][self._parameter] = trim_value("".join(self._value), self._paired)
         self._state = _State.BODY
         return Step(Outcome.TOKEN, end)
 

@@ -45,7 +45,7 @@ DIALECTS: dict[str, Dialect] = {
     "deepseek": DeepSeekDialect(),
     # DeepSeek V3.2/V4 DSML: the invoke family behind `<｜DSML｜` (full-width, ASCII or double bars; V4.1 spaced).
     "dsml": InvokeXmlDialect("dsml", ("tool_calls", "function_calls", "calls", "tool_use"), bare=True, token="DSML",
-                             openers=("<｜DSML｜", "<|DSML|", "<‖DSML‖", "<｜｜DSML")),
+                             layout=False, openers=("<｜DSML｜", "<|DSML|", "<‖DSML‖", "<｜｜DSML")),
     "harmony": HarmonyDialect(),
     "mistral": MistralDialect(),
     "llama3": Llama3Dialect(),
@@ -68,9 +68,9 @@ DIALECTS: dict[str, Dialect] = {
                                 trail=("<|close|>message<|sep|>",)),
     # Before invoke_xml, which would take the bare <invoke> inside a MiniMax block and leave the wrapper. MiniMax-M3
     # writes `<tool_call>` (its namespace token before every tag, arguments as tags of their own names).
-    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False, tagged=True),
+    "minimax": InvokeXmlDialect("minimax", ("minimax:tool_call", "tool_call"), bare=False, tagged=True, layout=False),
     # Before qwen3_coder, which would take the bare <function=...> inside and leave the wrapper.
-    "seed_oss": Qwen3XmlDialect("seed_oss", "<seed:tool_call>", bare=False),
+    "seed_oss": Qwen3XmlDialect("seed_oss", "<seed:tool_call>", bare=False, layout=False),
     "qwen3_coder": Qwen3XmlDialect(),
     "functionary_v31": FunctionaryV31Dialect(),
     "glm": GlmXmlDialect(),

@@ -172,9 +172,9 @@ def _matching_close(body: str, name: str, position: int) -> int:
     return -1
 
 
-def element_value(raw: str, schema: Any) -> Any:
+def element_value(raw: str, schema: Any, paired: bool = False) -> Any:
     """The value between an element's tags: `<item>`s where the schema says array, nested elements where it says
-    object, else the text without its layout."""
+    object, else the text without its layout (`paired`: see `base.trim_value`)."""
     types = _types(schema)
     inner = raw.strip()
     if not inner and types & {"array", "object"} and "string" not in types:
@@ -187,7 +187,7 @@ def element_value(raw: str, schema: Any) -> Any:
         nested = parse_elements(inner, schema)
         if nested is not None:
             return nested
-    return trim_value(raw)
+    return trim_value(raw, paired)
 
 
 def _items(body: str, schema: Any) -> list[Any] | None:
