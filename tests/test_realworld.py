@@ -27,16 +27,13 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 130
-MIN_STREAMING_PASSED = 130
+MIN_ONE_SHOT_PASSED = 133
+MIN_STREAMING_PASSED = 133
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
     "gptoss_recipient_without_arguments": "channel-header handling trims the leading space of a no-call answer",
     # The first held-out set (docs/heldout.md), joined to the corpus after its figure was taken.
-    "dsml_tag_named_params_custom_tool": "DSML tag named after the tool with tag-named parameters: no invoke",
-    "dsv4_doubled_bars_smart_quotes": "DSML with doubled bars and typographic quotes around attribute values",
-    "dsv4flash_doubled_bars_self_closing_param": "DSML parameter written as a self-closing invoke with a string value",
     "gemma4_e2b_start_function_call_litert": "FunctionGemma's <start_function_call>NAME{...}</end_function_call>",
     "granite_pythonic_call_bare_vllm": "a bare pythonic call as the whole reply, no list brackets",
     "nocall_qwen36_announces_next_step_and_stops": "a no-call answer's leading blank lines are trimmed",

@@ -33,7 +33,8 @@ PLAIN_HINTS = {
     "kimi_k2": r"<\|tool_call",
     "minimax": rf"<[ \t]{{0,4}}{PREFIX}(?:minimax:tool_call|tool_call)",
     "invoke_xml": rf"<[ \t]{{0,4}}{PREFIX}(?:invoke|function_calls)",
-    "dsml": rf"<[ \t]{{0,4}}{token_prefix('DSML')}(?:tool_calls|function_calls|calls|tool_use|invoke)",
+    # (any tag name: a tag named after a declared tool opens a call too)
+    "dsml": rf"<[ \t]{{0,4}}{token_prefix('DSML')}(?:tool_calls|function_calls|calls|tool_use|invoke|[A-Za-z_])",
     "kimi_k3": r"<\|open\|>[ \t]{0,4}(?:tools|call)",
     "seed_oss": r"<seed:tool_call>",
 }

@@ -125,7 +125,12 @@ DSML_PIECES = ["<｜DSML｜tool_calls>", "</｜DSML｜tool_calls>", "<|DSML|func
                '<｜DSML｜ invoke name="get_weather">', "</｜DSML｜ invoke>",
                '<｜DSML｜parameter name="city" string="true">', '<|DSML|parameter name="city" string="false">',
                "</｜DSML｜parameter>", "</|DSML|parameter>",
-               "<｜DSML｜", "<｜DS", '{"city": "x"}', '"x"', "<｜end▁of▁sentence｜>"]
+               "<｜DSML｜", "<｜DS", '{"city": "x"}', '"x"', "<｜end▁of▁sentence｜>",
+               # self-closing arguments and invokes, typographic quotes, a tag named after the tool
+               '<｜DSML｜parameter name="city" value="x"/>', '<｜｜DSML｜｜invoke name="city" string="y" />', "/>",
+               "<｜DSML｜invoke name=“get_weather”>", "<｜DSML｜get_weather>", "</｜DSML｜get_weather>", "<city>",
+               "</city>", "<｜DSML｜toolcall>", "</｜DSML｜toolcall>", "<｜DSML｜toolcalls>", "get_weather",
+               "get_weather\n```json\n", "\n```", "``"]
 K3_PIECES = ["<|open|>tools<|sep|>", "<|close|>tools<|sep|>", '<|open|>call tool="get_weather" index="0"<|sep|>',
              "<|close|>call<|sep|>", '<|open|>argument key="city" type="string"<|sep|>',
              '<|open|>argument key="city" type="object"<|sep|>', "<|close|>argument<|sep|>", "<|open|>", "<|close|>",

@@ -8,51 +8,25 @@ schema, or the schema names none: the declared tool anchors what a tag may mean.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from enum import Enum, auto
-from typing import Any, Protocol
+from typing import Any
 
-from toolproxy.dialects.base import ToolIndex, decode_json, trim_value
+from toolproxy.dialects.base import ToolIndex
 from toolproxy.dialects.block import Outcome, Step, match_word, skip_space
-from toolproxy.dialects.invoke_tags import NAMESPACE, Tag, TagSyntax, read_tag
+from toolproxy.dialects.invoke_tags import InvokeGrammar, Tag, read_tag
+from toolproxy.dialects.invoke_values import (
+    attribute_value,
+    closer,
+    is_json_typed,
+    named_json_head,
+    typed_value,
+)
 from toolproxy.dialects.json_span import JsonSpan
-from toolproxy.dialects.tag_xml import element_value
-from toolproxy.dialects.tokens import TOKEN, remove_tokens, strip_trailing_token
+from toolproxy.dialects.tag_xml import parse_elements
+from toolproxy.dialects.tokens import may_begin_token, token_end
 
-
-class Grammar(Protocol):
-    """What the reader needs of an invoke-family dialect (`invoke_xml.InvokeXmlDialect`)."""
-
-    @property
-    def syntax(self) -> TagSyntax: ...
-    @property
-    def prefix(self) -> str: ...
-    @property
-    def wrappers(self) -> tuple[str, ...]: ...
-    @property
-    def bare(self) -> bool: ...
-    @property
-    def invoke(self) -> str: ...
-    @property
-    def tool_attribute(self) -> str: ...
-    @property
-    def parameter(self) -> str: ...
-    @property
-    def key_attribute(self) -> str: ...
-    @property
-    def tagged(self) -> bool: ...
-    @property
-    def layout(self) -> bool: ...
-    @property
-    def lead(self) -> tuple[str, ...]: ...
-    @property
-    def trail(self) -> tuple[str, ...]: ...
-
-_TOKEN = re.compile(TOKEN)
-_PARTIAL_TOKEN = re.compile(r"(?:<[|｜][^\s<>|｜\[\]]{0,48}[|｜]?|\](?:<(?:\](?:[^\s<>|｜\[\]]{1,48}(?:\[>?)?)?)?)?)\Z")
-_TEXT_TYPES = frozenset({"string", "str", "text"})
 _NEVER = re.compile("(?!)")
 _CLOSER_REACH = 96  # the longest closing tag of an argument; what may begin one at the end of the text waits
 
@@ -62,13 +36,15 @@ class _State(Enum):
     WRAPPED = auto()  # after the wrapper's opening tag: an invoke must follow
     BODY = auto()  # inside an invoke: arguments or its end
     VALUE = auto()
-    JSON = auto()  # a JSON object as the invoke's whole body
+    NAMED = auto()  # the body of a tag named after the tool (`<｜DSML｜read><path>a</path></｜DSML｜read>`)
+    JSON = auto()  # a JSON object as the invoke's whole body, or after a tool's name (`named`)
+    FENCE = auto()  # the code fence closing a named call's JSON
     AFTER = auto()  # after an invoke inside the wrapper: another invoke or the wrapper's end
     TRAILING = auto()  # after the wrapper's end: markup that goes with the block, or its end
 
 
 class InvokeReader:
-    def __init__(self, dialect: Grammar, tools: ToolIndex) -> None:
+    def __init__(self, dialect: InvokeGrammar, tools: ToolIndex) -> None:
         self._dialect = dialect
         self._tools = tools
         self._state = _State.OPENING
@@ -81,6 +57,8 @@ class InvokeReader:
         self._span: JsonSpan | None = None
         self._tokens = False  # special tokens stood between this block's tags (MiniMax-M3): they mark its values
         self._led = False  # the dialect's lead markup was read before the wrapper
+        self._ended = False  # the block is whole: the next step ends it where it stands
+        self._fenced: bool | None = None  # a named call's JSON is read: whether a code fence opened before it
 
     def calls(self) -> list[tuple[str, Any]]:
         return [(name, dict(arguments) if isinstance(arguments, dict) else arguments)
@@ -90,10 +68,14 @@ class InvokeReader:
         return self._state is _State.AFTER or self._state is _State.TRAILING
 
     def step(self, text: str, position: int) -> Step:
-        if self._state is _State.VALUE:
+        if self._ended:
+            return Step(Outcome.DONE, position)
+        if self._state is _State.VALUE or self._state is _State.NAMED:
             return self._read_value(text, position)
         if self._state is _State.JSON:
             return self._read_json(text, position)
+        if self._state is _State.FENCE:
+            return self._fence_end(text, position)
         if self._state is _State.TRAILING:
             return self._trailing(text, position)
         opening = self._state is _State.OPENING
@@ -109,12 +91,14 @@ class InvokeReader:
             return self._read_json(text, start)
         tag = read_tag(text, start, self._dialect.syntax, self._dialect.prefix)
         if tag is Outcome.BAD and not opening:
-            token = _token_at(text, start)
-            if isinstance(token, int):
+            end = token_end(text, start)
+            if end is not None:
                 self._tokens = True
-                return Step(Outcome.TOKEN, token)
-            if token is not None:
-                return Step(token, start)
+                return Step(Outcome.TOKEN, end)
+            if may_begin_token(text, start):
+                return Step(Outcome.MORE, start)
+            if self._state is _State.WRAPPED and self._dialect.named:
+                return self._named_json(text, start)
         if isinstance(tag, Outcome):
             if self._state is _State.AFTER and tag is Outcome.BAD:
                 return Step(Outcome.DONE, start)  # see `_after`
@@ -159,13 +143,33 @@ class InvokeReader:
         return self._invoke_tag(tag, start) if self._dialect.bare else Step(Outcome.BAD, start)
 
     def _invoke_tag(self, tag: Tag, start: int) -> Step:
+        if self._is_named(tag):
+            return self._named_tag(tag)
         name = tag.attributes.get(self._dialect.tool_attribute, "").strip()
         if name not in self._tools and ":" in name:
             name = name.rpartition(":")[2]  # `default_api:read_file`, `antml:tool:read_file`
         if tag.closing or tag.local != self._dialect.invoke or not name:
             return Step(Outcome.BAD, start)
+        if tag.empty and set(tag.attributes) != {self._dialect.tool_attribute}:
+            return Step(Outcome.BAD, start)  # attributes beside the name: an argument written as an invoke
         self._calls.append((name, {}))
+        if tag.empty:  # `<invoke name="get_time"/>`: a call without arguments
+            self._state = _State.AFTER
+            self._ended = not self._wrapper  # a bare one is the whole block: it ends at the next step
+            return Step(Outcome.CALL if self._wrapper else Outcome.TOKEN, tag.end)
         self._state = _State.BODY
+        return Step(Outcome.TOKEN, tag.end)
+
+    def _is_named(self, tag: Tag) -> bool:
+        """A tag named after a declared tool, in a dialect whose token marks it (DSML, apmantza/pi-free#376)."""
+        return (self._dialect.named and not tag.closing and not tag.empty and not tag.attributes
+                and tag.local in self._tools and tag.local not in (self._dialect.invoke, *self._dialect.wrappers))
+
+    def _named_tag(self, tag: Tag) -> Step:
+        """Its body is read whole, up to its own closing tag, as elements named after the arguments (`tag_xml`)."""
+        self._calls.append((tag.local, {}))
+        self._value, self._state = [], _State.NAMED
+        self._closer = closer(self._dialect.syntax, self._dialect.prefix, tag.local)
         return Step(Outcome.TOKEN, tag.end)
 
     def _in_body(self, tag: Tag, start: int) -> Step:
@@ -176,6 +180,8 @@ class InvokeReader:
             return Step(Outcome.CALL if self._wrapper else Outcome.DONE, tag.end)
         if tag.closing or not isinstance(arguments, dict):
             return Step(Outcome.BAD, start)
+        if tag.empty:
+            return self._empty_argument(tag, start)
         if tag.local == dialect.parameter:
             key = tag.attributes.get(dialect.key_attribute, "").strip()
         elif dialect.tagged and tag.local not in (dialect.invoke, *dialect.wrappers) and self._may_be_argument(
@@ -186,10 +192,26 @@ class InvokeReader:
         if not key:
             return Step(Outcome.BAD, start)
         self._key, self._value = key, []
-        self._closer = _closer(dialect.syntax, dialect.prefix, tag.local)
-        self._json_typed = tag.attributes.get("string") == "false" or tag.attributes.get(
-            "type", "string").lower() not in _TEXT_TYPES
+        self._closer = closer(dialect.syntax, dialect.prefix, tag.local)
+        self._json_typed = is_json_typed(tag.attributes)
         self._state = _State.VALUE
+        return Step(Outcome.TOKEN, tag.end)
+
+    def _empty_argument(self, tag: Tag, start: int) -> Step:
+        """A self-closing argument whose value is an attribute: `<parameter name="cmd" value="ls"/>`, and the
+        invoke tag written for one (`<｜｜DSML｜｜invoke name="cmd" string="echo alpha" />`, DeepSeek V4-Flash,
+        MetaFARS/codex-relay#49), which counts only where it names a property of the tool's schema."""
+        dialect = self._dialect
+        key = tag.attributes.get(dialect.key_attribute, "").strip()
+        if tag.local == dialect.invoke and key not in self._properties():
+            return Step(Outcome.BAD, start)
+        value = attribute_value(tag.attributes, dialect.key_attribute)
+        if tag.local not in (dialect.parameter, dialect.invoke) or not key or value is None:
+            return Step(Outcome.BAD, start)
+        arguments = self._calls[-1][1]
+        assert isinstance(arguments, dict)
+        self._json_typed = is_json_typed(tag.attributes)
+        arguments[key] = self._typed(value, self._properties().get(key))
         return Step(Outcome.TOKEN, tag.end)
 
     def _may_be_argument(self, key: str) -> bool:
@@ -214,28 +236,43 @@ class InvokeReader:
             return Step(Outcome.MORE, end)
         self._value.append(text[position : found.start()])
         end = found.end()
+        if self._state is _State.NAMED:
+            return self._close_named(end)
         arguments = self._calls[-1][1]
         assert isinstance(arguments, dict)
         arguments[self._key] = self._typed("".join(self._value), self._properties().get(self._key))
         self._state = _State.BODY
         return Step(Outcome.TOKEN, end)
 
+    def _close_named(self, end: int) -> Step:
+        name = self._calls[-1][0]
+        arguments = parse_elements("".join(self._value), self._tools.get(name) or {})
+        if arguments is None:
+            return Step(Outcome.BAD, end)
+        self._calls[-1] = (name, arguments)
+        self._state = _State.AFTER
+        return Step(Outcome.CALL if self._wrapper else Outcome.DONE, end)
+
     def _typed(self, raw: str, schema: Any) -> Any:
-        """The value as written, or the JSON it holds when its attributes say so and the schema does not
-        declare a string; nested tags where the schema says object or array (or tokens mark them, MiniMax-M3)."""
-        types = _types(schema)
-        if self._json_typed and "string" not in types:
-            try:
-                return decode_json(raw.strip())
-            except ValueError:
-                pass
-        value = strip_trailing_token(raw) if self._tokens else raw
-        if self._tokens and _TOKEN.search(value) is not None:
-            value = remove_tokens(value)
-            if not types:
-                schema = {"type": "array" if value.strip().startswith("<item>") else "object"}
-        paired = not self._dialect.layout
-        return element_value(value, schema, paired) if schema else trim_value(value, paired)
+        return typed_value(raw, schema, self._json_typed, self._tokens, not self._dialect.layout)
+
+    def _named_json(self, text: str, start: int) -> Step:
+        """A declared tool's name and its arguments as a JSON object, perhaps fenced, right inside the wrapper."""
+        head = named_json_head(text, start, self._tools)
+        if not isinstance(head, tuple):
+            return Step(Outcome.MORE if head else Outcome.BAD, start)
+        name, body, self._fenced = head
+        self._calls.append((name, {}))
+        self._state, self._span, self._value = _State.JSON, JsonSpan(), []
+        return Step(Outcome.TOKEN, body)
+
+    def _fence_end(self, text: str, position: int) -> Step:
+        start = skip_space(text, position)
+        word = match_word(text, start, ("```",)) if start < len(text) else Outcome.MORE
+        if word is Outcome.MORE:
+            return Step(word, position)
+        self._state = _State.AFTER
+        return Step(Outcome.CALL, start + 3 if word == 0 else position)
 
     def _read_json(self, text: str, position: int) -> Step:
         assert self._span is not None
@@ -246,10 +283,13 @@ class InvokeReader:
             return Step(Outcome.MORE, stop)
         self._calls[-1] = (self._calls[-1][0], "".join(self._value))
         self._span, self._state = None, _State.BODY
+        if self._fenced is not None:  # a named call's JSON: its fence's end, or the wrapper's, follows
+            self._state = _State.FENCE if self._fenced else _State.AFTER
+            return Step(Outcome.TOKEN if self._fenced else Outcome.CALL, stop)
         return Step(Outcome.TOKEN, stop)
 
     def _after(self, tag: Tag, start: int) -> Step:
-        if tag.closing and tag.qualified == self._wrapper:
+        if tag.closing and (tag.qualified == self._wrapper or tag.local in self._dialect.wrappers):  # (misspelt)
             if self._dialect.trail:
                 self._state = _State.TRAILING
                 return Step(Outcome.TOKEN, tag.end)
@@ -257,27 +297,3 @@ class InvokeReader:
         step = self._invoke_tag(tag, start)
         # Anything else after a whole invoke: the wrapper's end was dropped (a stop string), the calls stand.
         return step if step.outcome is not Outcome.BAD else Step(Outcome.DONE, start)
-
-
-@functools.lru_cache(maxsize=256)
-def _closer(syntax: TagSyntax, prefix: str, local: str) -> re.Pattern[str]:
-    """An argument's closing tag, with or without its prefix, spaced or not; where the dialect's tags carry a
-    token, the token alone closes it too (`</｜DSML｜>`, as DeepSeek V4 sometimes writes)."""
-    name = rf"(?:(?:{prefix})?{re.escape(local)}|{prefix})" if prefix != NAMESPACE else rf"{prefix}{re.escape(local)}"
-    return re.compile(rf"{re.escape(syntax.close)}[ \t]{{0,4}}{name}[ \t]{{0,4}}{re.escape(syntax.end)}")
-
-
-def _types(schema: Any) -> set[str]:
-    kind = schema.get("type") if isinstance(schema, Mapping) else None
-    if isinstance(kind, list):
-        return {str(item) for item in kind}
-    return {kind} if isinstance(kind, str) else set()
-
-
-def _token_at(text: str, position: int) -> int | Outcome | None:
-    """The end of a special token at `position`; MORE when the text ends inside what may become one."""
-    found = _TOKEN.match(text, position)
-    if found is not None:
-        return found.end()
-    return Outcome.MORE if _PARTIAL_TOKEN.match(text, position, position + 64) and len(text) - position < 64 \
-        else None

@@ -26,8 +26,11 @@ NAMESPACE = r"(?:[A-Za-z_][\w.\-]{0,31}+:)?"
 # Either, with any word between the bars: what a tag may carry at most (the readers' superset, for tests).
 PREFIX = rf"(?:[A-Za-z_][\w.\-]{{0,31}}:|{_BARS_OPEN}[A-Za-z_]\w{{0,31}}{_BARS_CLOSE}[ \t]?)?"
 _NAME = r"[A-Za-z_][\w.\-]{0,63}"
-_ATTRIBUTE = re.compile(r"""\s+([\w.:\-]{1,64})\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""")
+# A value in double, single or typographic quotes (DeepSeek V4 writes `name=“get_pages”`,
+# syt2/paper-chat-for-zotero#28), or bare.
+_ATTRIBUTE = re.compile(r"""\s+([\w.:\-]{1,64})\s*=\s*(?:"([^"]*)"|'([^']*)'|“([^“”<>]*)”|([^\s"'“”=<>`]+))""")
 _TAG_TAIL = re.compile(r"\s*\Z")
+_SELF_CLOSING = re.compile(r"\s*/\s*\Z")
 _PARTIAL_PREFIX = re.compile(rf"[ \t]{{0,4}}(?:{_BARS_OPEN}(?:[A-Za-z_]\w{{0,31}}(?:{_BARS_CLOSE}[ \t]?)?)?)?[ \t]?\Z")
 _ENTITIES = (("&quot;", '"'), ("&apos;", "'"), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
@@ -57,6 +60,7 @@ class Tag:
     local: str  # without the prefix
     attributes: dict[str, str]
     end: int
+    empty: bool = False  # self-closing: `<parameter name="cmd" value="ls"/>`
 
 
 @functools.cache
@@ -79,11 +83,13 @@ def read_tag(text: str, position: int, syntax: TagSyntax = ANGLE, prefix: str = 
     end = _tag_end(text, head.end(), position + MAX_TAG, syntax)
     if isinstance(end, Outcome):
         return end
-    attributes = _attributes(text[head.end() : end - len(syntax.end)])
-    if attributes is None:
-        return Outcome.BAD
+    inside = text[head.end() : end - len(syntax.end)]
+    empty = _SELF_CLOSING.search(inside)
+    attributes = attributes_of(inside[: empty.start()] if empty else inside)
     closing, prefix_text, local = head.groups()
-    return Tag(bool(closing), prefix_text + local, local, attributes, end)
+    if attributes is None or (empty and closing):
+        return Outcome.BAD
+    return Tag(bool(closing), prefix_text + local, local, attributes, end, empty is not None)
 
 
 def _may_come(text: str, position: int, syntax: TagSyntax) -> bool:
@@ -115,8 +121,8 @@ def _tag_end(text: str, position: int, limit: int, syntax: TagSyntax) -> int | O
     return Outcome.MORE if len(text) < limit else Outcome.BAD
 
 
-def _attributes(inside: str) -> dict[str, str] | None:
-    """`name="x" type='y'` as a dict, entities decoded; None when anything else is there (`/>` too)."""
+def attributes_of(inside: str) -> dict[str, str] | None:
+    """`name="x" type='y'` as a dict, entities decoded; None when anything else is there."""
     attributes: dict[str, str] = {}
     position = 0
     while not _TAG_TAIL.match(inside, position):
@@ -131,3 +137,31 @@ def _attributes(inside: str) -> dict[str, str] | None:
         attributes[key] = value
         position = found.end()
     return attributes
+
+
+@dataclass(frozen=True, slots=True)
+class InvokeGrammar:
+    """An invoke-family dialect's variant as data (`invoke_xml.InvokeXmlDialect` is one): what `invoke_reader`
+    reads and `invoke_xml` finds blocks by."""
+
+    name: str
+    wrappers: tuple[str, ...]  # tag names of the block around the calls; a prefixed `ns:function_calls` counts too
+    bare: bool  # whether an invoke without a wrapper is a call
+    token: str = ""  # a word every tag's special-token prefix must hold (`DSML`); "" for any prefix or none
+    syntax: TagSyntax = ANGLE
+    invoke: str = "invoke"  # the call's tag, and its attribute that names the tool
+    tool_attribute: str = "name"
+    parameter: str = "parameter"  # an argument's tag, and its attribute that names the key
+    key_attribute: str = "name"
+    tagged: bool = False  # an argument may also be a tag of its own name (MiniMax-M3), anchored by the schema
+    named: bool = False  # a call may also be a tag named after a declared tool, its arguments tags of their names
+    # Whether its chat template writes a line break around each value, or none (MiniMax-M2, DeepSeek V3.2's DSML):
+    # then a line break on one side only is the value's own (`base.trim_value`).
+    layout: bool = True
+    lead: tuple[str, ...] = ()  # markup that may stand right before the block (any of it, repeated) and goes with it
+    trail: tuple[str, ...] = ()  # markup that may follow the block's end and goes with it
+    openers: tuple[str, ...] = ()  # literals only its calls begin with, when not `<wrapper>`
+
+    @property
+    def prefix(self) -> str:
+        return token_prefix(self.token) if self.token else NAMESPACE

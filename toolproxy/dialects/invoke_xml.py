@@ -29,35 +29,14 @@ from toolproxy.dialects.base import Markup, ToolIndex
 from toolproxy.dialects.block import BlockScanner, pad_newlines, render_value
 from toolproxy.dialects.cursor import literal
 from toolproxy.dialects.invoke_reader import InvokeReader
-from toolproxy.dialects.invoke_tags import ANGLE, MAX_TAG, NAMESPACE, TagSyntax, token_prefix
+from toolproxy.dialects.invoke_tags import ANGLE, MAX_TAG, InvokeGrammar
 from toolproxy.dialects.tokens import TOKEN
 
 
 @dataclass(frozen=True, slots=True)
-class InvokeXmlDialect:
-    name: str
-    wrappers: tuple[str, ...]  # tag names of the block around the calls; a prefixed `ns:function_calls` counts too
-    bare: bool  # whether an invoke without a wrapper is a call
-    token: str = ""  # a word every tag's special-token prefix must hold (`DSML`); "" for any prefix or none
-    syntax: TagSyntax = ANGLE
-    invoke: str = "invoke"  # the call's tag, and its attribute that names the tool
-    tool_attribute: str = "name"
-    parameter: str = "parameter"  # an argument's tag, and its attribute that names the key
-    key_attribute: str = "name"
-    tagged: bool = False  # an argument may also be a tag of its own name (MiniMax-M3), anchored by the schema
-    # Whether its chat template writes a line break around each value, or none (MiniMax-M2, DeepSeek V3.2's DSML):
-    # then a line break on one side only is the value's own (`base.trim_value`).
-    layout: bool = True
-    lead: tuple[str, ...] = ()  # markup that may stand right before the block (any of it, repeated) and goes with it
-    trail: tuple[str, ...] = ()  # markup that may follow the block's end and goes with it
-    openers: tuple[str, ...] = ()  # literals only its calls begin with, when not `<wrapper>`
-
+class InvokeXmlDialect(InvokeGrammar):
     # It holds back any unfinished tag (`<di` may yet be `<di:invoke`), not only the start of a marker.
     holds_only_markers = False
-
-    @property
-    def prefix(self) -> str:
-        return token_prefix(self.token) if self.token else NAMESPACE
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         # Every call holds the token, or, as a tag name, a wrapper (prefix and all) or the invoke.
@@ -79,7 +58,8 @@ class InvokeXmlDialect:
         return Markup(openers, closers if not self.openers else (), wrappers)
 
     def scanner(self, tools: ToolIndex) -> BlockScanner:
-        return BlockScanner(self.name, hint(self), MAX_TAG, lambda: InvokeReader(self, tools))
+        names = tuple(sorted(name for name in tools if _TOOL_TAG.fullmatch(name))) if self.named else ()
+        return BlockScanner(self.name, hint(self, names), MAX_TAG, lambda: InvokeReader(self, tools))
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
         """One call inside this dialect's first wrapper, as Cline's prompt and MiniMax-M2's chat template write
@@ -94,8 +74,11 @@ class InvokeXmlDialect:
                 f"{c}{token}{self.invoke}{e}\n{c}{token}{wrapper}{e}")
 
 
-@functools.cache
-def hint(dialect: InvokeXmlDialect) -> re.Pattern[str]:
+_TOOL_TAG = re.compile(r"[A-Za-z_][\w.\-]{0,63}")  # a tool name a tag can carry (`invoke_tags._NAME`)
+
+
+@functools.lru_cache(maxsize=64)  # per dialect, and per the tools' names where calls may be tags named after them
+def hint(dialect: InvokeXmlDialect, names: tuple[str, ...] = ()) -> re.Pattern[str]:
     """Where a block may open. An opener is skipped in C, by the regex, only when the text already shows the
     reader refusing it: a wrapper closed at once whose next tag (past white space and tokens) is not an invoke,
     or whose first tag is another opener, or is an invoke and then an opener; or such a bare invoke. Floods of
@@ -105,25 +88,40 @@ def hint(dialect: InvokeXmlDialect) -> re.Pattern[str]:
     prefix = dialect.prefix
     wrappers = "|".join(re.escape(wrapper) for wrapper in sorted(dialect.wrappers, key=len, reverse=True))
     invoke = re.escape(dialect.invoke)
-    names = f"(?:{wrappers}|{invoke})" if dialect.bare else f"(?:{wrappers})"
+    tags = f"(?:{wrappers}|{invoke})" if dialect.bare else f"(?:{wrappers})"
     after_name = rf"(?=\s|{literal(dialect.syntax.end)}|\Z)"
-    opener = rf"\s*{o}[ \t]{{0,4}}{prefix}{names}(?:\s|{e})"
+    # The rest of a self-closing tag (`<parameter name="cmd" value="ls"/>`), for what follows it to be free.
+    empty = rf"[^<>]{{0,128}}?/\s*{e}"
+    opener = rf"\s*{o}[ \t]{{0,4}}{prefix}{tags}(?:{e}|\s(?!{empty}|[^<>]{{0,128}}+\Z))"
     head = rf'\s+{re.escape(dialect.tool_attribute)}="[^"<>]{{0,64}}"[^<>]{{0,64}}?{e}'
     another_wrapper = rf"\s*{o}[ \t]{{0,4}}{prefix}(?:{wrappers})(?:\s|{e})"
-    # White space and special tokens (not the tag spelling's own) may stand between tags; the reader reads them.
-    gap = rf"(?:\s|(?!{o}|{c}|{e}){TOKEN})*+"
+    # White space and special tokens (not the tag spelling's own, where it is written with tokens: XTML) may stand
+    # between tags; the reader reads them.
+    own = "|".join(re.escape(marker) for marker in (dialect.syntax.open, dialect.syntax.close, dialect.syntax.end)
+                   if len(marker) > 2)
+    gap = rf"(?:\s|(?!{own}){TOKEN})*+" if own else rf"(?:\s|{TOKEN})*+"
     # A wrapper closed at once must be followed by an invoke, unless the text ends before that shows.
     arriving = r"(?s:.){0,72}+\Z"
     argument = r"[A-Za-z_]" if dialect.tagged else re.escape(dialect.parameter)
-    tag_start = rf"(?:{c}[ \t]{{0,4}}{prefix}{invoke}|{o}[ \t]{{0,4}}{prefix}{argument})"
+    tag_start = (rf"(?:{c}[ \t]{{0,4}}{prefix}{invoke}|{o}[ \t]{{0,4}}{prefix}{argument}|"
+                 rf"{o}[ \t]{{0,4}}{prefix}{invoke}\s{empty})")
     # What an invoke's head must be followed by: a tag of the dialect's spelling (an argument or the invoke's end),
-    # a JSON body, or the text's end.
-    body = rf"(?:(?={head}{gap}(?:{tag_start}|\{{|{arriving}))|(?!{head}))"
-    invoke_next = rf"{e}{gap}(?:{o}[ \t]{{0,4}}{prefix}{invoke}{after_name}{body}|{arriving})"
+    # a JSON body, or the text's end; nothing, when the invoke closes itself.
+    self_closing = rf"\s+{re.escape(dialect.tool_attribute)}=\S{empty}"
+    body = rf"(?:(?={self_closing})|(?={head}{gap}(?:{tag_start}|\{{|{arriving}))|(?!{head}))"
+    open_head = rf"(?!{self_closing}){head}"  # an invoke that does not close itself: a body must follow
+    # `named` dialects: a tag named after a declared tool, with nothing but its name in it; or, inside the wrapper,
+    # the name itself and its JSON arguments.
+    tool = rf"(?:{'|'.join(re.escape(name) for name in sorted(names, key=len, reverse=True))})"
+    named = rf"{tool}\s*{e}"
+    named_next = rf"|{o}[ \t]{{0,4}}{prefix}{named}|{tool}[ \t]*(?:\n|`|\{{)" if names else ""
+    invoke_next = rf"{e}{gap}(?:{o}[ \t]{{0,4}}{prefix}{invoke}{after_name}{body}{named_next}|{arriving})"
     wrapper_rule = (rf"(?:{wrappers}){after_name}(?:(?={invoke_next})|(?!{e}))(?!{e}(?:{another_wrapper}|\s*{o}"
-                    rf"[ \t]{{0,4}}{prefix}{invoke}{head}{opener}))")
-    invoke_rule = rf"{invoke}{after_name}{body}(?!{head}{opener})"
+                    rf"[ \t]{{0,4}}{prefix}{invoke}{open_head}{opener}))")
+    invoke_rule = rf"{invoke}{after_name}{body}(?!{open_head}{opener})"
     rules = [wrapper_rule, invoke_rule] if dialect.bare else [wrapper_rule]
+    if names:
+        rules.append(named)
     # Markup that may lead the block (Kimi K3's response channel closing right before its tools) opens it too.
     # Every alternative begins with `<`, which stays outside the group: the scanner looks for it first.
     leads = "|".join(re.escape(marker[1:]) for marker in dialect.lead if marker.startswith("<"))

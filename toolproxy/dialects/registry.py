@@ -43,9 +43,12 @@ T = TypeVar("T")
 
 DIALECTS: dict[str, Dialect] = {
     "deepseek": DeepSeekDialect(),
-    # DeepSeek V3.2/V4 DSML: the invoke family behind `<｜DSML｜` (full-width, ASCII or double bars; V4.1 spaced).
-    "dsml": InvokeXmlDialect("dsml", ("tool_calls", "function_calls", "calls", "tool_use"), bare=True, token="DSML",
-                             layout=False, openers=("<｜DSML｜", "<|DSML|", "<‖DSML‖", "<｜｜DSML")),
+    # DeepSeek V3.2/V4 DSML: the invoke family behind `<｜DSML｜` (full-width, ASCII or double bars; V4.1 spaced;
+    # the wrapper misspelled as V4-Flash does, vllm-project/vllm#56141; a call also as a tag named after the tool, or
+    # as the tool's name and JSON inside the wrapper).
+    "dsml": InvokeXmlDialect("dsml", ("tool_calls", "function_calls", "calls", "tool_use", "toolcalls", "toolcall",
+                                      "tool"), bare=True, token="DSML", named=True, layout=False,
+                             openers=("<｜DSML｜", "<|DSML|", "<‖DSML‖", "<｜｜DSML")),
     "harmony": HarmonyDialect(),
     "mistral": MistralDialect(),
     "llama3": Llama3Dialect(),

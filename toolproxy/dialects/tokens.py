@@ -94,3 +94,17 @@ def strip_trailing_token(value: str) -> str:
 def remove_tokens(text: str) -> str:
     """`text` with every run of tokens taken out (nested MiniMax-M3 values carry one before each tag)."""
     return _RUN.sub("", text)
+
+
+_PARTIAL_TOKEN = re.compile(r"(?:<[|｜][^\s<>|｜\[\]]{0,48}[|｜]?|\](?:<(?:\](?:[^\s<>|｜\[\]]{1,48}(?:\[>?)?)?)?)?)\Z")
+
+
+def token_end(text: str, position: int) -> int | None:
+    """The end of a special token at `position`, or None."""
+    found = _TOKEN.match(text, position)
+    return found.end() if found is not None else None
+
+
+def may_begin_token(text: str, position: int) -> bool:
+    """Whether the text, ending within a token's length of `position`, may still become one there."""
+    return len(text) - position < 64 and _PARTIAL_TOKEN.match(text, position) is not None
