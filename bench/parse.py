@@ -47,6 +47,7 @@ OPENERS: dict[str, str] = {
     "granite": "<|tool_call|>",
     "internlm": "<|action_start|><|plugin|>",
     "gemma4": "<|tool_call>call:",
+    "function_gemma": "<start_function_call>call:",
     "inkling": "tool_a<|content_invoke_tool_json|>{",
     "lfm2": "<|tool_call_start|>[",
     "llama4": "<|python_start|>[tool_a(",

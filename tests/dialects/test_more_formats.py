@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tests.dialects.test_token_family import IDENTIFIERS, JSON_VALUES, TOOLS, fed, result_of, split
 from toolproxy.dialects.base import Call, Text, parse, source_of
 from toolproxy.dialects.gemma4 import QUOTE
+from toolproxy.dialects.gemma4_values import QUOTES
 from toolproxy.dialects.registry import DIALECTS
 from toolproxy.meaning.extraction import accept, extract
 
@@ -23,6 +24,8 @@ CALL_JSON = '{"name": "add", "arguments": {"a": 1}}'
 FRAGMENTS: dict[str, list[str]] = {
     "gemma4": ["<|tool_call>", "call:", "add", "{", "}", "a:", QUOTE, "x", ",", "1", "-2.5e3", "true", "null", "[", "]",
                "<tool_call|>", "<turn|>", " ", '"', "<|", "call:add{a:1}", "re", "\n"],
+    "function_gemma": ["<start_function_call>", "call:", "add", "{", "}", "a:", "<escape>", "x", ",", "1", "true",
+                       "<end_function_call>", "</end_function_call>", " ", '"', "<", "add{a:1}", "\n"],
     "lfm2": ["<|tool_call_start|>", "<|tool_call_end|>", "[", "]", "add(", "a=", "'x'", "1", ")", ", ", CALL_JSON, "{",
              ";", " ", "\n"],
     "llama4": ["<|python_start|>", "<|python_end|>", "[", "]", "add(", "a=", '"x"', "2", ")", ", ",
@@ -70,7 +73,7 @@ def test_any_chunking_gives_the_one_shot_result_and_loses_nothing(name: str, dat
 
 def gemma_values() -> st.SearchStrategy[Any]:
     """JSON values Gemma's notation can carry: keys are bare words, strings hold no string token."""
-    text = st.text(max_size=12).filter(lambda value: QUOTE not in value)
+    text = st.text(max_size=12).filter(lambda value: not any(quote in value for quote in QUOTES))
     return st.recursive(
         st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
         | text,
@@ -83,8 +86,9 @@ def gemma_values() -> st.SearchStrategy[Any]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), tool=IDENTIFIERS)
 def test_render_round_trip(name: str, data: st.DataObject, tool: str) -> None:
-    keys = IDENTIFIERS if name in PYTHON_RENDERED or name == "gemma4" else st.text(max_size=8)
-    values = gemma_values() if name == "gemma4" else JSON_VALUES
+    gemma = name in ("gemma4", "function_gemma")
+    keys = IDENTIFIERS if name in PYTHON_RENDERED or gemma else st.text(max_size=8)
+    values = gemma_values() if gemma else JSON_VALUES
     arguments = data.draw(st.dictionaries(keys, values, max_size=4))
     dialect: Any = DIALECTS[name]
     rendered = dialect.render_call(tool, arguments)

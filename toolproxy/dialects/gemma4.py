@@ -13,12 +13,19 @@ block after `call:NAME:` (ollama/ollama#18275), given to the declared tool's pro
 Servers that strip special tokens leave `call:NAME{key:value,...}` with bare strings (Gitlawb/openclaude#380). That
 form counts only for a declared tool whose schema names every key; a bare value runs to the next separator and is
 a number, `true`, `false` or `null` when it reads as one, else text.
+
+FunctionGemma writes the same calls between `<start_function_call>` and `<end_function_call>` with `<escape>`
+around strings: one instance of this family with those markers (`function_gemma`). After either opener `call:` may
+be left out before a declared tool's name, and FunctionGemma's closer written as a closing tag
+(`<start_function_call>get_financial_overview{}</end_function_call>`, Gemma 4 E2B, DenisovAV/flutter_gemma#238).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from toolproxy.dialects.base import Markup, ToolIndex, trim_value
@@ -49,27 +56,40 @@ _ARGUMENTS = either(literal("{"), literal("("), ahead(r":?", SPACE, literal(_BEG
 _FOLLOW = ahead(SPACE, literal(_CALL), run(r"[\w.\-:]", _LIMIT), SPACE, _ARGUMENTS)
 
 
+@dataclass(frozen=True, slots=True)
 class Gemma4Dialect:
-    name = "gemma4"
+    """The family's members differ in their markers: the opener, the closers, the string quote they write."""
+
+    name: str = "gemma4"
+    opener: str = OPENER
+    closers: tuple[str, ...] = CLOSERS
+    quote: str = QUOTE
+    stripped: bool = True  # whether `call:NAME{...}` with the special tokens stripped counts (for a declared tool)
 
     holds_only_markers = True
 
-    markup = Markup((OPENER,), CLOSERS[:1])
+    @property
+    def markup(self) -> Markup:
+        return Markup((self.opener,), self.closers[:1])
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
-        return (OPENER, _CALL)
+        return (self.opener, _CALL) if self.stripped else (self.opener,)
 
     def scanner(self, tools: ToolIndex) -> Gemma4Scanner:
-        return Gemma4Scanner(tools)
+        return Gemma4Scanner(self, tools)
 
     def render_call(self, name: str, arguments: Mapping[str, Any]) -> str:
-        return f"{OPENER}{_CALL}{name}{render_value(dict(arguments))}{CLOSERS[0]}"
+        return f"{self.opener}{_CALL}{name}{render_value(dict(arguments), self.quote)}{self.closers[0]}"
 
 
 class Gemma4Scanner(TokenBlockScanner):
-    def __init__(self, tools: ToolIndex) -> None:
+    def __init__(self, dialect: Gemma4Dialect, tools: ToolIndex) -> None:
         names = tuple(sorted((name for name in tools if _NAME.fullmatch(name) and name), key=len, reverse=True))
-        super().__init__(Gemma4Dialect.name, (OPENER, _CALL), {OPENER: _FOLLOW, _CALL: _bare_ahead(names)})
+        follow = {dialect.opener: _opener_ahead(names)}
+        if dialect.stripped:
+            follow[_CALL] = _bare_ahead(names)
+        super().__init__(dialect.name, tuple(follow), follow)
+        self._closers = dialect.closers
         self._tools = tools
         self._last = ""  # the last character that went out, to tell `call:` from `recall:`
 
@@ -90,12 +110,12 @@ class Gemma4Scanner(TokenBlockScanner):
     def _read(self, opener: str) -> Script:
         cursor = self._cursor
         bare = opener == _CALL
+        called = True  # `call:` was written (the bare form's opener is `call:` itself)
         if not bare:
             yield from space(cursor)
-            if (yield from marker(cursor, _CALL)) is None:
-                return None
+            called = (yield from marker(cursor, _CALL)) is not None
         written = yield from word(cursor, _NAME, _LIMIT)
-        if written is None:
+        if written is None or (not called and written not in self._tools):  # without it, a declared tool only
             return None
         name = self._declared(written.rstrip(":"))
         if written.endswith(":"):
@@ -106,7 +126,7 @@ class Gemma4Scanner(TokenBlockScanner):
             return None
         end = cursor.offset()
         yield from space(cursor)
-        if (yield from marker(cursor, *CLOSERS)) is not None:
+        if (yield from marker(cursor, *self._closers)) is not None:
             end = cursor.offset()
         return [Found(name, arguments, end)]
 
@@ -144,12 +164,23 @@ def _positional(cursor: Cursor, schema: Any) -> Read[Any]:
     return dict(zip(properties, values, strict=False))
 
 
+@functools.lru_cache(maxsize=64)
+def _opener_ahead(names: tuple[str, ...]) -> str:
+    """What follows an opener: `call:` and a name, or a declared tool's name alone, then the arguments."""
+    if not names:
+        return _FOLLOW
+    return either(_FOLLOW, ahead(SPACE, _declared(names), SPACE, _ARGUMENTS))
+
+
+def _declared(names: tuple[str, ...]) -> str:
+    return either(rf"(?:{'|'.join(map(re.escape, names))})(?![\w.\-])", rf"[\w.\-]{{1,{_LIMIT}}}+\Z")
+
+
 def _bare_ahead(names: tuple[str, ...]) -> str:
     """A declared name and its arguments after a bare `call:` (never, without a declared tool)."""
     if not names:
         return "(?!)"
-    name = either(rf"(?:{'|'.join(map(re.escape, names))})(?![\w.\-])", rf"[\w.\-]{{1,{_LIMIT}}}+\Z")
-    return ahead(name, SPACE, _ARGUMENTS)
+    return ahead(_declared(names), SPACE, _ARGUMENTS)
 
 
 def _fits(arguments: Any, schema: Any) -> bool:

@@ -19,6 +19,7 @@ from toolproxy.dialects.base import partial_suffix
 from toolproxy.dialects.cursor import Cursor, Read, marker, peek, space, word
 
 QUOTE = '<|"|>'
+QUOTES = (QUOTE, "<escape>")  # the family's string tokens: Gemma 4's, and FunctionGemma's
 INVALID = object()
 _KEY = re.compile(r"[^:={}\[\]()\s,<>\"']*")
 _NUMBER_RUN = re.compile(r"[\w.+\-]*")
@@ -120,10 +121,12 @@ def sequence(cursor: Cursor, depth: int, notation: Notation) -> Read[Any]:
 
 
 def token_string(cursor: Cursor) -> Read[Any]:
-    """`<|"|>text<|"|>`, read as it streams: only a possible beginning of the closing token is held back."""
-    if (yield from marker(cursor, QUOTE)) is None:
+    """`<|"|>text<|"|>` (or `<escape>text<escape>`), read as it streams: only a possible beginning of the closing
+    token is held back."""
+    quote = yield from marker(cursor, *QUOTES)
+    if quote is None:
         return INVALID
-    return (yield from raw_until(cursor, QUOTE))
+    return (yield from raw_until(cursor, quote))
 
 
 def raw_until(cursor: Cursor, stop: str) -> Read[Any]:
@@ -201,11 +204,11 @@ def _number(run: str | None) -> Any:
     return number if math.isfinite(number) else INVALID
 
 
-def render_value(value: Any) -> str:
+def render_value(value: Any, quote: str = QUOTE) -> str:
     if isinstance(value, str):
-        return f"{QUOTE}{value}{QUOTE}"
+        return f"{quote}{value}{quote}"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{key}:{render_value(item)}" for key, item in value.items()) + "}"
+        return "{" + ",".join(f"{key}:{render_value(item, quote)}" for key, item in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(render_value(item) for item in value) + "]"
+        return "[" + ",".join(render_value(item, quote) for item in value) + "]"
     return json.dumps(value)

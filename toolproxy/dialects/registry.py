@@ -56,6 +56,9 @@ DIALECTS: dict[str, Dialect] = {
     "granite": PrefixedJsonDialect("granite", "<|tool_call|>"),
     "internlm": MarkedJsonDialect("internlm", "<|action_start|><|plugin|>", "<|action_end|>"),
     "gemma4": Gemma4Dialect(),
+    # FunctionGemma: Gemma 4's calls between its own markers, `<escape>` around strings.
+    "function_gemma": Gemma4Dialect("function_gemma", "<start_function_call>",
+                                    ("<end_function_call>", "</end_function_call>"), "<escape>", stripped=False),
     "inkling": InklingDialect(),
     "lfm2": WrappedCallsDialect("lfm2", "<|tool_call_start|>", "<|tool_call_end|>"),
     "llama4": WrappedCallsDialect("llama4", "<|python_start|>", "<|python_end|>"),
