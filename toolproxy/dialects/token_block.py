@@ -138,8 +138,8 @@ class TokenBlockScanner(ABC):
         cursor = self._cursor
         if not found:
             resume = self._resume_after(self._opener)
-            if cursor.rewind(resume):
-                self._emit(out, Text(self._opener[:resume]))
+            if cursor.rewind(resume):  # the block's first characters, its opener's (or a bare call's name's)
+                self._emit(out, Text(cursor.text[cursor.position - resume : cursor.position]))
             else:
                 self._emit(out, Text(cursor.end_block()))
             return
