@@ -3,6 +3,8 @@
 Only a tag that names one of the request's tools opens a call, so ordinary HTML or XML in an answer stays
 text. Parameter values are text; the tool's schema says when a value holds `<item>` elements (an array) or
 nested tags (an object). Numbers and booleans are typed later, by `schema.py`, for every dialect alike.
+The same call as one self-closing tag with the arguments as attributes (`<read path="/etc/hostname" />`, Qwen 3.6
+drifting, can1357/oh-my-pi#8945) counts when every attribute names a property of the tool's schema.
 """
 
 from __future__ import annotations
@@ -14,9 +16,15 @@ from typing import Any
 
 from toolproxy.dialects.base import Call, Markup, Segment, Text, ToolIndex, partial_suffix, trim_value
 from toolproxy.dialects.block import pad_newlines
+from toolproxy.dialects.invoke_tags import attributes_of
 
 _TAG = re.compile(r"<([A-Za-z_][\w.\-]{0,63})>")
 _PARTIAL_TAG = re.compile(r"<[A-Za-z_][\w.\-]{0,63}\Z|<\Z")
+# The longest self-closing tag after its name; what is still arriving within it at the end of the text is held.
+_EMPTY_REACH = 2048
+# Its attributes, quoted, up to `/>`, the whole within reach: possessive, so one way to match.
+_ATTRIBUTES = (rf"""(?=[^<>]{{0,{_EMPTY_REACH}}}+>)(?:\s++[\w.:\-]{{1,64}}+\s*+=\s*+(?:"[^"<>]*+"|'[^'<>]*+'))++"""
+               r"\s*+/>")
 _NON_SPACE = re.compile(r"\S")
 
 
@@ -31,7 +39,7 @@ class TagXmlDialect:
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         # Every name, even one no tag can carry: the scanner holds back `<na` for any of them.
-        return tuple(f"<{name}>" for name in tools)
+        return tuple(f"<{name}" for name in tools)
 
     def scanner(self, tools: ToolIndex) -> TagXmlScanner:
         return TagXmlScanner(tools)
@@ -46,7 +54,10 @@ class TagXmlScanner:
         self._tools = tools
         # Only tags that name a declared tool open a call; one compiled alternation finds them at C speed.
         names = sorted((name for name in tools if _TAG.fullmatch(f"<{name}>")), key=len, reverse=True)
-        self._opener = re.compile("<(" + "|".join(map(re.escape, names)) + ")>") if names else None
+        alternatives = "|".join(map(re.escape, names))
+        # group 1: a block's opening tag; group 2: a self-closing call, whose attributes are its arguments.
+        self._opener = re.compile(rf"<(?:({alternatives})>|({alternatives}){_ATTRIBUTES})") if names else None
+        self._arriving = re.compile(rf"<(?:{alternatives})\s[^<>]{{0,{_EMPTY_REACH}}}+\Z") if names else None
         self._pending = ""
         self._tool: str | None = None  # the tool whose block is open
         self._body: list[str] = []
@@ -71,12 +82,20 @@ class TagXmlScanner:
         tag = self._opener.search(text, position) if self._opener else None
         if tag is not None:
             out.append(Text(text[position : tag.start()]))
+            if tag.group(2) is not None:
+                out.append(self._empty(tag.group(2), tag.group()))
+                return tag.end()
             self._tool, self._body = tag.group(1), []
             return tag.end()
         # Hold back a tag that is still arriving (`<rea` may become `<read>`); only the tail can be one.
         tail = max(position, len(text) - 66)
         partial = _PARTIAL_TAG.search(text, tail)
-        if partial is not None and self._may_open(partial.group()[1:]):
+        reach = max(position, len(text) - _EMPTY_REACH - 66)
+        arriving = self._arriving.search(text, reach) if self._arriving else None
+        if arriving is not None:
+            out.append(Text(text[position : arriving.start()]))
+            self._pending = text[arriving.start() :]
+        elif partial is not None and self._may_open(partial.group()[1:]):
             out.append(Text(text[position : partial.start()]))
             self._pending = text[partial.start() :]
         else:
@@ -99,6 +118,13 @@ class TagXmlScanner:
         out.append(self._close(self._tool, "".join(self._body)))
         self._tool, self._body = None, []
         return index + len(closer)
+
+    def _empty(self, tool: str, source: str) -> Segment:
+        attributes = attributes_of(source[len(tool) + 1 : source.rfind("/")])
+        properties = self._tools[tool].get("properties")
+        if attributes is None or not isinstance(properties, Mapping) or not set(attributes) <= set(properties):
+            return Text(source)
+        return Call(tool, attributes, source, TagXmlDialect.name)
 
     def _close(self, tool: str, body: str) -> Segment:
         source = f"<{tool}>{body}</{tool}>"
