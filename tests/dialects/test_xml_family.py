@@ -113,7 +113,8 @@ def test_golden_in_the_recommended_automatic_order(path: Path) -> None:
 
 # Properties over random text made of each dialect's markers
 
-TOOLS: ToolIndex = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}}}}
+TOOLS: ToolIndex = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"},
+                                                                    "days": {"type": "integer"}}}}
 INVOKE_PIECES = ["<function_calls>", "</function_calls>", "<minimax:tool_call>", "</minimax:tool_call>",
                  '<invoke name="get_weather">', "<invoke name='ns:get_weather' note='a > b'>", "<invoke", ' name="',
                  "</invoke>", '<parameter name="city">', "<parameter", "</parameter>", '<ns:invoke name="get_weather">',
@@ -137,7 +138,10 @@ K3_PIECES = ["<|open|>tools<|sep|>", "<|close|>tools<|sep|>", '<|open|>call tool
              "<|sep|>", "<|se", "<|close|>message<|sep|>", '{"a": 1}']
 PIECES: dict[str, list[str]] = {
     "qwen3_coder": ["<tool_call>", "</tool_call>", "<function=", "<function=get_weather>", "</function>",
-                    "<parameter=", "<parameter=city>", "</parameter>", "get_weather", "=", "<tool_", "</func"],
+                    "<parameter=", "<parameter=city>", "</parameter>", "get_weather", "=", "<tool_", "</func",
+                    # the function opened by <parameter=NAME>; values without closers
+                    "<parameter=get_weather>", "\n<parameter=city>", "\n<parameter=days> ", "\n<param",
+                    "\n</function>", "\n</func", "\n</tool_call>", "\n</tool", "Done."],
     "glm": ["<tool_call>", "</tool_call>", "get_weather", "<arg_key>", "city", "</arg_key>", "<arg_value>",
             "</arg_value>", "{", '"', "<arg_", "</tool"],
     "kimi_k2": ["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", "<|tool_calls_section_end|>",
@@ -161,6 +165,13 @@ WHOLE["minimax"].append('<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<
                         ']<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>')
 WHOLE["dsml"].append('<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">{"city": "x"}</｜DSML｜ invoke>\n'
                      "</｜DSML｜ calls>")
+WHOLE["dsml"].append("<｜DSML｜get_weather>\n<city>Oslo</city>\n</｜DSML｜get_weather>")
+WHOLE["dsml"].append('<｜DSML｜toolcall>get_weather\n```json\n{"city": "Oslo"}\n```\n</｜DSML｜toolcall>')
+WHOLE["dsml"].append('<｜｜DSML｜｜tool_calls><｜｜DSML｜｜invoke name="get_weather">'
+                     '<｜｜DSML｜｜invoke name="city" string="Oslo" /></｜｜DSML｜｜invoke></｜｜DSML｜｜tool_calls>')
+WHOLE["qwen3_coder"].append("<tool_call>\n<parameter=get_weather>\n<parameter=city>\nOslo\n</parameter>\n"
+                            "</function>\n</tool_call>")
+WHOLE["qwen3_coder"].append("<function=get_weather>\n<parameter=days> 3\n<parameter=city> Oslo")
 
 
 def texts(name: str) -> st.SearchStrategy[str]:
