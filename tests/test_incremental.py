@@ -104,6 +104,21 @@ def test_a_call_only_recovery_mends_goes_out_as_text_with_an_issue():
     assert any(issue.startswith(UNRECOVERED) and "recovered:" in issue for issue in issues), issues
 
 
+@pytest.mark.parametrize("text", [
+    "<|open|>response<|sep|>Hello there.<|close|>response<|sep|><|close|>message<|sep|>",
+    "Hello there.<|close|>response<|sep|><|close|>message<|sep|>",  # the channel's opener was in the prompt
+    "<|open|>think<|sep|>a greeting<|close|>think<|sep|><|open|>response<|sep|>Hi.<|close|>response<|sep|>",
+])
+def test_kimi_k3_response_channel_markup_is_dropped_from_a_stream_with_no_call(text: str):
+    """Buffered sets Kimi K3's response-channel markup aside (meaning/channels.py); a stream drops it as it comes,
+    at every split."""
+    request = ToolRequest(TOOLS)
+    want = buffered(text, request)
+    assert "<|" not in want[0] and want[1] == []
+    for pieces in ([text], list(text), *([text[:cut], text[cut:]] for cut in range(1, len(text)))):
+        assert live(pieces, request) == want, pieces
+
+
 # Every dialect's golden cases and the real-world corpus (its cases may carry the server's reasoning field).
 CORPUS = [*CASES, *sorted((Path(__file__).parent / "golden" / "realworld").glob("*.json"))]
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 
 from toolproxy.dialects.base import Scanner, Segment, Text, partial_suffix
+from toolproxy.meaning.channels import XTML_MARKUP
 from toolproxy.meaning.reasoning import MARKERS
 
 
@@ -45,7 +46,8 @@ class ReasoningStream:
     """Inline `<think>...</think>` (and the other pairs of reasoning.MARKERS) split off as text arrives: yields
     (is_reasoning, text) pieces; only a marker cut in half is held. The whole-text split (reasoning.split) also
     takes text before a closer that was never opened as reasoning; a stream has sent that text already, so it
-    notes `late_closer` instead."""
+    notes `late_closer` instead. Channel markup the whole-text split sets aside wherever it stands (Kimi K3's
+    response channel, channels.XTML_MARKUP) is dropped here too."""
 
     def __init__(self) -> None:
         self._inside: tuple[str, str] | None = None
@@ -67,7 +69,8 @@ class ReasoningStream:
                 break
             start, marker = found
             self._add(pieces, text[position:start])
-            self._switch(marker, pieces)
+            if marker not in XTML_MARKUP:
+                self._switch(marker, pieces)
             position = start + len(marker)
         return [(kind, piece) for kind, piece in pieces if piece]
 
@@ -89,9 +92,10 @@ class ReasoningStream:
 
     def _markers(self) -> list[str]:
         if self._inside is not None:
-            return [self._inside[1]]
+            return [self._inside[1], *XTML_MARKUP]
         # A closer met after its pair was seen is plain text, as in the whole-text split.
-        return [marker for opener, closer in MARKERS for marker in (opener, closer) if marker not in self._seen]
+        return [*(marker for opener, closer in MARKERS for marker in (opener, closer) if marker not in self._seen),
+                *XTML_MARKUP]
 
     def _next_marker(self, text: str, position: int) -> tuple[int, str] | None:
         found = [(index, marker) for marker in self._markers() if (index := text.find(marker, position)) >= 0]
