@@ -128,6 +128,10 @@ def test_golden_case_equal_to_buffered_at_every_split(path: Path):
     text, expected, tools = load(path)
     request, thought = ToolRequest(tools), expected.get("reasoning_field") or ""
     want = buffered(text, request, thought)
+    if _orphan_closer(text):  # the one case incremental cannot match: the same calls, and an issue says why
+        (_, calls, _), issues = live_reply(list(text), request, thought)
+        assert calls == want[1] and any("reasoning closer without opener" in issue for issue in issues), issues
+        return
     assert_equal_or_unrecovered([text], request, thought, want)
     assert_equal_or_unrecovered(list(text), request, thought, want)
     if len(text) <= SPLIT_EVERYWHERE_UP_TO:
@@ -221,7 +225,7 @@ def test_golden_sample_end_to_end_both_strategies(path: Path, upstream, both):
     upstream.script = _stream_script(text, size=7)
     body = make_body("do it", expected["tools"], stream=True)
     want = _outcome(read_stream(buffered_proxy.post(body)))
-    assert upstream.received[-1].json()["stream"] is False
+    assert upstream.received[-1].json()["stream"] is (not expected["tools"])  # without tools: passed through
     got = _outcome(read_stream(incremental_proxy.post(body)))
     assert upstream.received[-1].json()["stream"] is True
     _, _, tools = load(path)

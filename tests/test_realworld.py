@@ -33,7 +33,9 @@ MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
     "gptoss_recipient_without_arguments": "channel-header handling trims the leading space of a no-call answer",
-    # The first held-out set (docs/heldout.md), joined to the corpus after its figure was taken.
+    # The first held-out set (docs/heldout.md), joined to the corpus after its figure was taken. Left by design: a
+    # no-call answer loses its leading white space (Extraction.content; models write a blank line after </think>,
+    # and a live stream may then send text before it knows whether a call follows).
     "nocall_qwen36_announces_next_step_and_stops": "a no-call answer's leading blank lines are trimmed",
 }
 # A case that fails one-shot fails streaming too (streaming must give the same result); these fail only there.
@@ -57,6 +59,14 @@ END_TO_END: tuple[str, ...] = (
     "llama32_semicolon_one_undeclared",
     "function_calls_json_tool_name",
     "qwen3coder_hermes_missing_parameter_and_function_closers",
+    # the first held-out set's, read since it joined the corpus
+    "dsv4flash_doubled_bars_self_closing_param",
+    "dsml_tag_named_params_custom_tool",
+    "qwen3coder_ollama_xml_no_closers_continue",
+    "qwen38_parameter_tag_as_function_opener_ds4",
+    "qwen36_drift_self_closing_tag_attributes",
+    "granite_pythonic_call_bare_vllm",
+    "gemma4_e2b_start_function_call_litert",
 )
 
 CASES = load_cases(REALWORLD)
