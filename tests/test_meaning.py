@@ -41,6 +41,27 @@ def test_the_declared_type_decides(given, expected):
     assert found.arguments == expected
 
 
+OPTIONAL = {"type": "object", "properties": {
+    "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+    "tags": {"oneOf": [{"type": "array"}, {"type": "null"}]},
+    "nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    "ratio": {"type": "float"},
+}}
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ({"limit": "5"}, {"limit": 5}),
+    ({"tags": '["a", "b"]'}, {"tags": ["a", "b"]}),
+    ({"nickname": "12345"}, {"nickname": "12345"}),  # a string branch keeps what looks like a number
+    ({"nickname": "null"}, {"nickname": None}),
+    ({"nickname": "None"}, {"nickname": "None"}),  # only JSON's null word is taken for null beside a string
+    ({"ratio": "3.14"}, {"ratio": 3.14}),
+])
+def test_the_branches_of_anyof_and_hand_written_type_names_type_values_too(given, expected):
+    """Pydantic writes Optional[T] as anyOf [T, null] (vLLM's and SGLang's parser tests, tests/golden/reference)."""
+    assert schema.coerce(given, OPTIONAL) == expected
+
+
 def test_invalid_arguments_pass_by_default_with_an_issue():
     extraction = extract(call("bash", {"timeout": 5}), TOOLS)
     assert [c.arguments for c in extraction.calls] == [{"timeout": 5}]

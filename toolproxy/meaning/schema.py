@@ -36,6 +36,8 @@ def coerce(value: Any, schema: Any) -> Any:
     types = declared_types(schema)
     if isinstance(value, str) and types and "string" not in types:
         return _from_string(value, types)
+    if value == "null" and "null" in types:  # a string or null: the bare word is the null (vLLM and SGLang agree)
+        return None
     if isinstance(value, dict) and ("object" in types or "properties" in schema):
         properties = schema.get("properties")
         if isinstance(properties, Mapping):
@@ -46,7 +48,23 @@ def coerce(value: Any, schema: Any) -> Any:
 
 
 def declared_types(schema: Mapping[str, Any]) -> set[str]:
-    kind = schema.get("type")
+    """The types a value may have: `type` (a name or a list), and the `type` of each `anyOf`/`oneOf` branch, as
+    Pydantic writes `Optional[int]` (`{"anyOf": [{"type": "integer"}, {"type": "null"}]}`). Type names that are not
+    JSON Schema's but that tool schemas written by hand use (`float`, `int`, `bool`) count as the ones they mean."""
+    types = _type_names(schema.get("type"))
+    for keyword in ("anyOf", "oneOf"):
+        branches = schema.get(keyword)
+        if isinstance(branches, list):
+            for branch in branches:
+                if isinstance(branch, Mapping):
+                    types |= _type_names(branch.get("type"))
+    return {_TYPE_ALIASES.get(kind, kind) for kind in types}
+
+
+_TYPE_ALIASES = {"float": "number", "double": "number", "int": "integer", "bool": "boolean"}
+
+
+def _type_names(kind: Any) -> set[str]:
     if isinstance(kind, list):
         return {str(item) for item in kind}
     return {kind} if isinstance(kind, str) else set()
