@@ -2,7 +2,9 @@
 
 Without a marker, JSON counts as a call only when it names one of the request's tools: a reply such as
 `{"name": "Bob", "age": 3}` is an answer, not a call. Accepted shapes: `{"name", "arguments"|"parameters"}`, a
-list of those, and the `{"tool_calls": [...]}` object that prompt-engineered setups ask for (seed 001).
+list of those, and the `{"tool_calls": [...]}` object that prompt-engineered setups ask for (seed 001). After a
+call, a `;` joins the next one on the same line or the next, as Llama 3.2 writes several (`{...}; {...}`, the
+llama3_json parser tests of vLLM): the separator goes with the value after it, so it is never left as content.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from toolproxy.dialects.json_span import JsonSpan, is_decoded
 _LEADING_SPACE = re.compile(r"[ \t]*")
 # A JSON value that begins a line. The white-space run is bounded by the next character, so this is linear.
 _LINE_OPENER = re.compile(r"\n[ \t]*[\[{]")
+# What may stand between two calls: white space, then a `;` with white space and at most one line break after it.
+# The classes next to each other are disjoint, so the match is linear; it matches the empty string too.
+_SEPARATOR = re.compile(r"[ \t]*(;[ \t]*(?:\n[ \t]*)?)?")
 
 
 class BareJsonDialect:
@@ -45,6 +50,8 @@ class BareJsonScanner:
         self._pending = ""  # white space at the start of a line, which may precede a JSON value
         self._span: JsonSpan | None = None
         self._value: list[str] = []
+        self._after_call = False  # the last value was a call: a `;` and another value may follow
+        self._prefix = 0  # how much of the value's source is the separator before it
 
     def feed(self, text: str) -> list[Segment]:
         out: list[Segment] = []
@@ -60,10 +67,14 @@ class BareJsonScanner:
 
     def finish(self) -> list[Segment]:
         out: list[Segment] = [Text("".join(self._value) + self._pending)]
-        self._span, self._value, self._pending = None, [], ""
+        self._span, self._value, self._pending, self._after_call = None, [], "", False
         return out
 
     def _step_text(self, text: str, position: int, out: list[Segment]) -> int:
+        if self._after_call:
+            joined = self._step_separator(text, position, out)
+            if joined is not None:
+                return joined
         if self._at_line_start:
             lead = _LEADING_SPACE.match(text, position)
             assert lead is not None
@@ -87,9 +98,23 @@ class BareJsonScanner:
             out.append(Text(text[position:]))
         return len(text)
 
-    def _start_value(self, text: str, position: int, out: list[Segment]) -> int:
+    def _step_separator(self, text: str, position: int, out: list[Segment]) -> int | None:
+        """After a call: a `;` and the next value, read with the separator as the start of its source; what may
+        still become one is held back; anything else is left to the text rules (None)."""
+        found = _SEPARATOR.match(text, position)
+        assert found is not None
+        if found.end() == len(text):
+            self._pending = text[position:]
+            return len(text)
+        self._after_call = False
+        if found.group(1) is None or text[found.end()] != "{":
+            return None
+        return self._start_value(text, found.end(), out, prefix=text[position : found.end()])
+
+    def _start_value(self, text: str, position: int, out: list[Segment], prefix: str = "") -> int:
         self._span = JsonSpan()
-        self._value = []
+        self._value = [prefix] if prefix else []
+        self._prefix = len(prefix)
         return self._continue_value(text, position, out)
 
     def _continue_value(self, text: str, position: int, out: list[Segment]) -> int:
@@ -100,14 +125,16 @@ class BareJsonScanner:
         if end is not None:
             source, decoded = "".join(self._value), self._span.value
             self._span, self._value, self._at_line_start = None, [], False
-            out.extend(self._segments(source, decoded))
+            segments = self._segments(source, source[self._prefix :], decoded)
+            self._after_call = isinstance(segments[-1], Call)
+            out.extend(segments)
         return stop
 
-    def _segments(self, source: str, value: Any) -> list[Segment]:
+    def _segments(self, source: str, json_text: str, value: Any) -> list[Segment]:
         """The calls the value holds, or its source as text; `value` is decoded already when its span could."""
         if not is_decoded(value):
             try:
-                value = decode_json(source)
+                value = decode_json(json_text)
             except ValueError:
                 return [Text(source)]
         shapes = [call_from_json(item) for item in _call_items(value)]

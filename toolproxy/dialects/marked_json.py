@@ -1,9 +1,11 @@
 """JSON tool calls between an opening and a closing marker, e.g. Qwen2.5-Coder's `<tools>{...}</tools>`.
 
 Dialects that differ only in their markers are instances of one class. Between the markers: one or more JSON
-objects (or lists of them), separated by white space, single- or multi-line. The closing marker is looked for
-only between JSON values, so a marker inside a string argument never ends the block. A call is written
-`{"name": ..., "arguments": ...}` (`call_from_json`'s shapes), or, with `named`, `{"NAME": {...}}` (Apertus).
+objects (or lists of them), separated by white space, single- or multi-line, or by one `,` or `;` (two call
+objects in one `<tool_call>` block written `{...}, {...}`, as SGLang's detector tests have them). The closing
+marker is looked for only between JSON values, so a marker inside a string argument never ends the block. A call
+is written `{"name": ..., "arguments": ...}` (`call_from_json`'s shapes), or, with `named`, `{"NAME": {...}}`
+(Apertus).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class MarkedJsonScanner:
         self._decoded: list[Any] = []  # each value as its span decoded it, when it could (JsonSpan.value)
         self._value_ends: list[int] = []  # for each finished value, len(self._block) when it ended
         self._span: JsonSpan | None = None
+        self._separated = False  # a `,` or `;` has followed the last value
 
     def feed(self, text: str) -> list[Segment]:
         out: list[Segment] = []
@@ -99,9 +102,14 @@ class MarkedJsonScanner:
         if found is None:
             return len(text)
         if text[start] in "{[":
+            self._separated = False
             self._span = JsonSpan()
             self._values.append([])
             return self._continue_value(text, start)
+        if text[start] in ",;" and self._value_ends and not self._separated:  # between two values, once
+            self._separated = True
+            self._block.append(text[start])
+            return start + 1
         closer = self._dialect.closer
         if text.startswith(closer, start):
             self._block.append(closer)
@@ -155,6 +163,7 @@ class MarkedJsonScanner:
         self._decoded = []
         self._value_ends = []
         self._span = None
+        self._separated = False
 
 
 def _calls_in(pieces: list[str], decoded: Any, dialect: str,
