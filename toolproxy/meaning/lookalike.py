@@ -5,7 +5,10 @@ The rule, one line: a call with text on both sides of it on the same line is quo
 common case (`` `<tool_call>...</tool_call>` `` always has a backtick on each side), a call mid-sentence the
 other. A call alone on its line, one that ends a sentence ("Reading it now: <tool_call>..."), one that starts a
 line with text after it, and one inside a code fence (models do fence real calls; the fence lines are their own)
-are all real. Calls next to each other are each other's neighbours, not text, so a run of calls stays calls.
+are all real. Calls next to each other are each other's neighbours, not text, so a run of calls stays calls. A
+call that begins and ends with special tokens (`<|python_start|>...<|python_end|>`, tokens.py's shapes) is the
+model's own markup, not a quotation, unless a quote mark or backtick stands right beside it (SGLang's pythonic
+detector test writes such a call between two sentences).
 
 Markup no dialect read (`The `<tool_call>` tag indicates ...`) is judged by the same rule: quoted when text
 stands before it on its line and, after it, a closing quote or a word; a failed call's markup is followed by its
@@ -18,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from toolproxy.dialects.base import Call, Segment, Text, merge_text
+from toolproxy.dialects.tokens import strip_trailing_token, token_end
 
 
 @dataclass(slots=True)
@@ -52,6 +56,8 @@ def _is_quoted(segments: list[Segment], index: int) -> bool:
     # A call whose own markup spans line breaks at its edges (a fence absorbed with it) stands on its own lines.
     if source[:1] == "\n" or source[-1:] == "\n":
         return False
+    if _is_tokened(source) and before.text[-1:] not in _QUOTES and after.text[:1] not in _QUOTES:
+        return False
     line_before = before.text[before.text.rfind("\n") + 1 :]
     end = after.text.find("\n")
     line_after = after.text if end < 0 else after.text[:end]
@@ -60,7 +66,13 @@ def _is_quoted(segments: list[Segment], index: int) -> bool:
 
 _REACH = 256  # how far along its line a marker's neighbours are looked for
 _CLOSING_QUOTES = "`'\"\u201d\u2019\u00bb"  # and typographic closing quotes
+_QUOTES = _CLOSING_QUOTES + "\u201c\u2018\u00ab"  # and typographic opening ones
 _WORD_AFTER = re.compile(r"[ \t]+[^\s{\[<(\"'`]")  # white space, then a word, not JSON, a tag or a quote
+
+
+def _is_tokened(source: str) -> bool:
+    """Whether a call's source opens and closes with a special token (each looked for within its bounded length)."""
+    return token_end(source, 0) is not None and strip_trailing_token(source) != source
 
 
 def quotes_markup(text: str, start: int, end: int) -> bool:
