@@ -112,6 +112,15 @@ def scan_whole(dialects: Sequence[Dialect], text: str, tools: ToolIndex) -> list
     wanted = [dialect.markers(tools) for dialect in dialects]
     present = markers_in(text, {marker for markers in wanted if markers for marker in markers})
     kept = [dialect for dialect, markers in zip(dialects, wanted, strict=True)
-            if markers is None or not present.isdisjoint(markers)]
+            if (markers is None or not present.isdisjoint(markers)) and _may_hold_call(dialect, text)]
     chain = ChainScanner(kept, tools, lazy=False)  # the markers of every dialect kept are there already
     return merge_text(chain.feed(text) + chain.finish())
+
+
+def _may_hold_call(dialect: Dialect, text: str) -> bool:
+    """A dialect's own test, beyond its markers, that a whole reply may hold one of its calls, where it has one
+    (`may_hold_call`). A marker is also what a stream holds back, so it may be a mere part of a call (MiniMax's
+    wrapper `tool_call` is in every hermes reply); the test names what every call holds besides. It must be exact
+    in the same way: a reply it refuses holds no call of the dialect in any piece of it."""
+    test = getattr(dialect, "may_hold_call", None)
+    return test is None or bool(test(text))

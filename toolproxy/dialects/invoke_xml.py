@@ -46,6 +46,13 @@ class InvokeXmlDialect(InvokeGrammar):
             return (self.syntax.open,)
         return (*self.wrappers, self.invoke) if self.bare else self.wrappers
 
+    def may_hold_call(self, text: str) -> bool:
+        """Where a wrapper is the marker, every call still holds its invoke tag (a tag named after the tool,
+        `named`, and a token-marked dialect aside): the wrapper alone may be another dialect's (`<tool_call>`)."""
+        if self.token or self.named or self.bare or self.syntax != ANGLE:
+            return True
+        return self.invoke in text
+
     @property
     def markup(self) -> Markup:
         syntax = self.syntax

@@ -59,6 +59,11 @@ class PythonicDialect:
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return ("[", *(name for name in tools if IDENTIFIER.fullmatch(name)))  # a bare call holds its name
 
+    def may_hold_call(self, text: str) -> bool:
+        """A tool's name is a marker (a bare call begins with it), but it is often in prose too ("I will read
+        it."): every call, listed or bare, also holds its parenthesis."""
+        return "(" in text
+
     def scanner(self, tools: ToolIndex) -> PythonicScanner:
         return PythonicScanner(tools)
 
