@@ -27,8 +27,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 138
-MIN_STREAMING_PASSED = 138
+MIN_ONE_SHOT_PASSED = 165
+MIN_STREAMING_PASSED = 165
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -37,6 +37,28 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     # no-call answer loses its leading white space (Extraction.content; models write a blank line after </think>,
     # and a live stream may then send text before it knows whether a call follows).
     "nocall_qwen36_announces_next_step_and_stops": "a no-call answer's leading blank lines are trimmed",
+    # The second held-out set (docs/heldout.md), joined to the corpus after its figure was taken (27/40).
+    "dsv4pro_tool_call_tag_id_name_attrs_json_body_memoh": "a <tool_call> tag with id and name attributes around "
+    "JSON arguments is not read",
+    "gemini35flash_called_function_transcript_search_files_clawrouter": "the bracketed transcript line "
+    "[Called function \"NAME\" with args: {...}] is not read",
+    "gemini35flash_called_function_transcript_terminal_clawrouter": "the bracketed transcript line "
+    "[Called function \"NAME\" with args: {...}] is not read",
+    "glm45air_bare_name_arg_key_value_glob_mlx_lm": "GLM's name then <arg_key>/<arg_value> without the <tool_call> "
+    "wrapper is not read",
+    "glm4_0414_markerless_name_then_json_mlx_swift": "a declared name alone on its line, then JSON arguments, with "
+    "no markers, is not read",
+    "minimax_m2_invoke_without_angle_brackets_exo": "MiniMax's invoke form with every '<' and '</' lost is not read",
+    "nemotron3super_xml_lines_space_indented_vllm": "the Qwen3-Coder value indented by one space keeps its spaces",
+    "qwen25coder_bracket_name_json_closing_name_tag_lmstudio": "[NAME] then JSON arguments then [/NAME] is not read",
+    "qwen25coder_bracket_name_json_end_tool_request_lmstudio": "[NAME] then JSON arguments then [END_TOOL_REQUEST] "
+    "is not read",
+    "qwen35_27b_xml_tags_lost_angle_brackets_exo": "Qwen3-Coder tags that lost their '<' and '/' inside the wrapper "
+    "are not read",
+    "qwen38_unclosed_xml_key_value_line_websearch_omlx": "Qwen3-Coder arguments drifted into one line of key=value "
+    "pairs, no closers, are not read",
+    "qwen3coder_xml_padded_value_no_opener_dmr": "a Qwen3-Coder value padded with spaces on one line keeps them",
+    "qwen3coder_xml_shell_cmd_no_opener_dmr": "a Qwen3-Coder value padded with spaces on one line keeps them",
 }
 # A case that fails one-shot fails streaming too (streaming must give the same result); these fail only there.
 XFAIL_STREAMING_ONLY: dict[str, str] = {}
