@@ -135,18 +135,45 @@ def trim_value(raw: str, paired: bool = False) -> str:
 
     `paired`: the family's chat template writes no layout around values (GLM, MiniMax-M2, Seed-OSS, DSML), so a
     value's own line break stays (`<arg_value>x = 1\n</arg_value>` holds "x = 1\n"); layout is taken off only
-    where it stands on both sides, as a model drifting into Qwen3-Coder's layout writes it."""
+    where it stands on both sides, as a model drifting into Qwen3-Coder's layout writes it.
+
+    Two more kinds of layout, written by models rather than templates: a one-line value padded on both sides
+    (`<parameter=cmd> ls -lha </parameter>`, Qwen3-Coder on llama.cpp), and a call indented as a whole, the value's
+    lines as far as its closing tag (`\n cd x\n </parameter>`, Nemotron 3). Rendering never writes either
+    (`block.pad_newlines`), so a value written by a template is read back as it was."""
     first = raw.find("\n")
     if first < 0:
-        return raw
+        return _unpadded(raw)
     if paired and (raw[:first].strip(_LAYOUT) or raw[raw.rfind("\n") + 1 :].strip(_LAYOUT)):
         return raw
     if not raw[:first].strip(_LAYOUT):
         raw = raw[first + 1 :]
     last = raw.rfind("\n")
     if last >= 0 and not raw[last + 1 :].strip(_LAYOUT):
-        raw = raw[:last]
+        raw = _dedented(raw[:last], raw[last + 1 :].rstrip("\r"))
     return raw
+
+
+_PADDING = " \t"
+
+
+def _unpadded(raw: str) -> str:
+    """A one-line value without the white space on both of its sides; one with it on one side only keeps it
+    (an edit's `old_string` may be indented code)."""
+    if raw[:1] in _PADDING and raw[-1:] in _PADDING and raw.strip(_PADDING):
+        return raw.strip(_PADDING)
+    return raw
+
+
+def _dedented(value: str, indent: str) -> str:
+    """The value's lines without the closing tag's indentation, when every line that is not blank begins with it;
+    else as they are."""
+    if not indent:
+        return value
+    lines = value.split("\n")
+    if not all(line.startswith(indent) or not line.strip(_LAYOUT) for line in lines):
+        return value
+    return "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines)
 
 
 def partial_suffix(text: str, marker: str) -> int:

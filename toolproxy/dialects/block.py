@@ -233,9 +233,11 @@ def read_value(text: str, position: int, closer: str) -> tuple[str, int, bool]:
 
 def pad_newlines(value: str, paired: bool = False) -> str:
     """What `trim_value` (`paired` or not) gives back as `value`: padded with a line of its own only when its first
-    or last line is blank (`paired`: both), which would otherwise be taken for layout."""
+    or last line is blank (`paired`: both), which would otherwise be taken for layout, or when it is one line with
+    white space on both sides, which would otherwise be taken for padding."""
     if "\n" not in value:
-        return value
+        padded = value[:1] in " \t" and value[-1:] in " \t" and bool(value.strip(" \t"))
+        return f"\n{value}\n" if padded else value
     first, last = value[: value.find("\n")], value[value.rfind("\n") + 1 :]
     blank = (not first.strip(" \t\r"), not last.strip(" \t\r"))
     return f"\n{value}\n" if (all(blank) if paired else any(blank)) else value
