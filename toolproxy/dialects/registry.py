@@ -33,6 +33,7 @@ from toolproxy.dialects.kimi_tokens import KimiDialect
 from toolproxy.dialects.llama3 import Llama3Dialect
 from toolproxy.dialects.marked_json import MarkedJsonDialect
 from toolproxy.dialects.mistral import MistralDialect
+from toolproxy.dialects.named_json import NamedJsonDialect
 from toolproxy.dialects.prefixed_json import PrefixedJsonDialect
 from toolproxy.dialects.pythonic import PythonicDialect
 from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
@@ -90,6 +91,11 @@ DIALECTS: dict[str, Dialect] = {
     "roo_xml": TagXmlDialect(),
     # `>>>` starts quotes and prompts in prose: late, and only with a name, a line break and an object after it.
     "functionary_v3": FunctionaryV3Dialect(),
+    # A declared tool's name between markers, then its JSON arguments and a closer: Qwen2.5-Coder drifting in LM
+    # Studio (`[read]` ... `[/read]` or LM Studio's `[END_TOOL_REQUEST]`), the transcript line agents keep past
+    # calls in, written as a call (Gemini 3.5 Flash behind ClawRouter).
+    "bracketed_name": NamedJsonDialect("bracketed_name", "[", "]", ("[/{name}]", "[END_TOOL_REQUEST]")),
+    "called_function": NamedJsonDialect("called_function", '[Called function "', '" with args:', ("]",)),
     # Gemma 3's documented form, and Gemma 4's when it drifts (waybarrios/vllm-mlx#622): Python calls, one a line.
     "tool_code": WrappedCallsDialect("tool_code", "```tool_code", "```", lines=True),
     # Both start at a line-leading `[`, but pythonic needs a declared name and `(`, json a `{`.
