@@ -70,6 +70,8 @@ OPENERS: dict[str, str] = {
     "qwen_tools": "<tools>[",
     "roo_xml": "<tool_a>",
     "functionary_v3": ">>>tool_a\n",
+    "bracketed_name": "[tool_a]\n{",
+    "called_function": '[Called function "tool_a" with args: {',
     "tool_code": "```tool_code\ntool_a(",
     "pythonic": "\n[tool_a(a=",
     "json": "\n{",
