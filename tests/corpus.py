@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from toolproxy.dialects.base import Segment
 from toolproxy.meaning import reasoning
 from toolproxy.meaning.extraction import extract, scanner, settle
@@ -118,3 +120,31 @@ def missed_calls(case: Case, got: dict[str, Any]) -> int:
     meant = Counter(name for name, _ in case.wanted()["calls"])
     returned = Counter(name for name, _ in got["calls"])
     return sum((meant - returned).values())
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One case judged: right one-shot, right streamed too, and the false calls of its one-shot answer."""
+
+    one_shot: bool
+    streamed: bool
+    false: int
+
+
+def judge(case: Case) -> Judged:
+    got = one_shot(case)
+    right = got == case.wanted()
+    return Judged(right, right and streaming_disagreement(case) is None, false_calls(case, got))
+
+
+def totals(verdicts: list[Judged]) -> dict[str, int]:
+    return {"cases": len(verdicts), "one_shot": sum(v.one_shot for v in verdicts),
+            "streaming": sum(v.streamed for v in verdicts), "false_calls": sum(v.false for v in verdicts)}
+
+
+def xfails(cases: list[Case], reasons: dict[str, str]) -> list[Any]:
+    """The cases as test parameters, each named in `reasons` a strict xfail with its reason."""
+    return [pytest.param(case, id=case.name,
+                         marks=[pytest.mark.xfail(strict=True, reason=reasons[case.name])] if case.name in reasons
+                         else [])
+            for case in cases]

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import make_body
-from tests.corpus import Case, false_calls, load_cases, one_shot, streaming_disagreement
+from tests.corpus import Case, judge, load_cases, one_shot, streaming_disagreement, totals, xfails
 from tests.sse_client import accumulate, read_stream
 
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
@@ -85,23 +85,12 @@ CASES = load_cases(REALWORLD)
 BY_NAME = {case.name: case for case in CASES}
 
 
-def marked(names: dict[str, str]) -> list[Any]:
-    return [
-        pytest.param(
-            case,
-            id=case.name,
-            marks=[pytest.mark.xfail(strict=True, reason=names[case.name])] if case.name in names else [],
-        )
-        for case in CASES
-    ]
-
-
-@pytest.mark.parametrize("case", marked(XFAIL_ONE_SHOT))
+@pytest.mark.parametrize("case", xfails(CASES, XFAIL_ONE_SHOT))
 def test_one_shot(case: Case) -> None:
     assert one_shot(case) == case.wanted()
 
 
-@pytest.mark.parametrize("case", marked({**XFAIL_ONE_SHOT, **XFAIL_STREAMING_ONLY}))
+@pytest.mark.parametrize("case", xfails(CASES, {**XFAIL_ONE_SHOT, **XFAIL_STREAMING_ONLY}))
 def test_streaming(case: Case) -> None:
     assert streaming_disagreement(case) is None
     assert one_shot(case) == case.wanted()
@@ -129,14 +118,7 @@ def test_end_to_end_through_the_proxy(name: str, upstream: Any, proxy: Any) -> N
 
 
 def figures() -> dict[str, int]:
-    one_shot_passed = streaming_passed = false = 0
-    for case in CASES:
-        got = one_shot(case)
-        passed = got == case.wanted()
-        one_shot_passed += passed
-        streaming_passed += passed and streaming_disagreement(case) is None
-        false += false_calls(case, got)
-    return {"cases": len(CASES), "one_shot": one_shot_passed, "streaming": streaming_passed, "false_calls": false}
+    return totals([judge(case) for case in CASES])
 
 
 def test_summary_ratchet() -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.corpus import Case, false_calls, load_cases, one_shot, streaming_disagreement
+from tests.corpus import Case, judge, load_cases, one_shot, streaming_disagreement, totals, xfails
 
 REFERENCE = Path(__file__).parent / "golden" / "reference"
 
@@ -49,42 +49,26 @@ def _load() -> list[Case]:
 CASES = _load()
 
 
-def marked(names: dict[str, str]) -> list[Any]:
-    return [
-        pytest.param(
-            case,
-            id=case.name,
-            marks=[pytest.mark.xfail(strict=True, reason=names[case.name])] if case.name in names else [],
-        )
-        for case in CASES
-    ]
-
-
-@pytest.mark.parametrize("case", marked(XFAIL_ONE_SHOT))
+@pytest.mark.parametrize("case", xfails(CASES, XFAIL_ONE_SHOT))
 def test_one_shot(case: Case) -> None:
     assert one_shot(case) == case.wanted()
 
 
-@pytest.mark.parametrize("case", marked({**XFAIL_ONE_SHOT, **XFAIL_STREAMING_ONLY}))
+@pytest.mark.parametrize("case", xfails(CASES, {**XFAIL_ONE_SHOT, **XFAIL_STREAMING_ONLY}))
 def test_streaming(case: Case) -> None:
     assert streaming_disagreement(case) is None
     assert one_shot(case) == case.wanted()
 
 
 def figures() -> dict[str, Any]:
-    one_shot_passed = streaming_passed = false = 0
     per_parser: dict[str, Counter[str]] = {}
+    verdicts = []
     for case in CASES:
-        got = one_shot(case)
-        passed = got == case.wanted()
-        streamed = passed and streaming_disagreement(case) is None
-        one_shot_passed += passed
-        streaming_passed += streamed
-        false += false_calls(case, got)
+        verdict = judge(case)
+        verdicts.append(verdict)
         tally = per_parser.setdefault(f"{case.name.split('/')[0]} {case.expected['parser']}", Counter())
-        tally.update(cases=1, one_shot=passed, streaming=streamed)
-    return {"cases": len(CASES), "one_shot": one_shot_passed, "streaming": streaming_passed, "false_calls": false,
-            "per_parser": per_parser}
+        tally.update(cases=1, one_shot=verdict.one_shot, streaming=verdict.streamed)
+    return {**totals(verdicts), "per_parser": per_parser}
 
 
 def test_summary_ratchet() -> None:
