@@ -157,12 +157,15 @@ def trim_value(raw: str, paired: bool = False) -> str:
 _PADDING = " \t"
 
 
+def padded(value: str) -> bool:
+    """A one-line value with white space on both of its sides, which `trim_value` takes for padding."""
+    return value[:1] in _PADDING and value[-1:] in _PADDING and bool(value.strip(_PADDING))
+
+
 def _unpadded(raw: str) -> str:
     """A one-line value without the white space on both of its sides; one with it on one side only keeps it
     (an edit's `old_string` may be indented code)."""
-    if raw[:1] in _PADDING and raw[-1:] in _PADDING and raw.strip(_PADDING):
-        return raw.strip(_PADDING)
-    return raw
+    return raw.strip(_PADDING) if padded(raw) else raw
 
 
 def _dedented(value: str, indent: str) -> str:

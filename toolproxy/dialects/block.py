@@ -20,6 +20,7 @@ from toolproxy.dialects.base import (
     Segment,
     Text,
     merge_text,
+    padded,
     partial_suffix,
 )
 
@@ -236,8 +237,7 @@ def pad_newlines(value: str, paired: bool = False) -> str:
     or last line is blank (`paired`: both), which would otherwise be taken for layout, or when it is one line with
     white space on both sides, which would otherwise be taken for padding."""
     if "\n" not in value:
-        padded = value[:1] in " \t" and value[-1:] in " \t" and bool(value.strip(" \t"))
-        return f"\n{value}\n" if padded else value
+        return f"\n{value}\n" if padded(value) else value
     first, last = value[: value.find("\n")], value[value.rfind("\n") + 1 :]
     blank = (not first.strip(" \t\r"), not last.strip(" \t\r"))
     return f"\n{value}\n" if (all(blank) if paired else any(blank)) else value
