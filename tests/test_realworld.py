@@ -27,8 +27,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 172
-MIN_STREAMING_PASSED = 172
+MIN_ONE_SHOT_PASSED = 176
+MIN_STREAMING_PASSED = 176
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -37,16 +37,9 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     # no-call answer loses its leading white space (Extraction.content; models write a blank line after </think>,
     # and a live stream may then send text before it knows whether a call follows).
     "nocall_qwen36_announces_next_step_and_stops": "a no-call answer's leading blank lines are trimmed",
-    # The second held-out set (docs/heldout.md), joined to the corpus after its figure was taken (27/40).
-    "dsv4pro_tool_call_tag_id_name_attrs_json_body_memoh": "a <tool_call> tag with id and name attributes around "
-    "JSON arguments is not read",
-    "glm45air_bare_name_arg_key_value_glob_mlx_lm": "GLM's name then <arg_key>/<arg_value> without the <tool_call> "
-    "wrapper is not read",
-    "glm4_0414_markerless_name_then_json_mlx_swift": "a declared name alone on its line, then JSON arguments, with "
-    "no markers, is not read",
+    # The second held-out set (docs/heldout.md), joined to the corpus after its figure was taken (27/40); four
+    # more of its forms are read since by the name-anchored fallback (meaning/anchor.py).
     "minimax_m2_invoke_without_angle_brackets_exo": "MiniMax's invoke form with every '<' and '</' lost is not read",
-    "qwen35_27b_xml_tags_lost_angle_brackets_exo": "Qwen3-Coder tags that lost their '<' and '/' inside the wrapper "
-    "are not read",
     "qwen38_unclosed_xml_key_value_line_websearch_omlx": "Qwen3-Coder arguments drifted into one line of key=value "
     "pairs, no closers, are not read",
 }

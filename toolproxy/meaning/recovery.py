@@ -20,6 +20,7 @@ from typing import Any
 from toolproxy.dialects import registry
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.meaning import schema
+from toolproxy.meaning.anchor import anchored_calls
 from toolproxy.meaning.json_repair import RepairResult, repair_arguments
 from toolproxy.meaning.recovery_xml import Read, read_arrow_call, read_kimi_call, read_xml_call
 
@@ -49,7 +50,8 @@ def recover(segments: list[Segment], tools: ToolIndex) -> tuple[list[Segment], l
     out: list[Segment] = []
     for segment in segments:
         if isinstance(segment, Text) and (any(name in segment.text for name in tools) or _KIMI in segment.text):
-            out.extend(_recover_text(segment.text, tools, issues))
+            for piece in _recover_text(segment.text, tools, issues):
+                out.extend(_anchored(piece, tools, issues) if isinstance(piece, Text) else [piece])
         else:
             out.append(segment)
     return _absorb_wrappers(merge_text(out), issues), issues
@@ -92,6 +94,15 @@ def _recover_text(text: str, tools: ToolIndex, issues: list[str]) -> list[Segmen
         kept = position = last_json_end = end
     out.append(Text(text[kept:]))
     return out
+
+
+def _anchored(text: Text, tools: ToolIndex, issues: list[str]) -> list[Segment]:
+    """What the rules above left as text, read last by the tools' names alone (`anchor.py`): a form no dialect
+    knows."""
+    def check(name: str, arguments: Any, rules: list[str]) -> Any:
+        return _checked(name, arguments, tools, issues, rules)
+
+    return anchored_calls(text.text, tools, check, DIALECT) if text.text else []
 
 
 def _json_may_start(text: str, kept: int, start: int, last_json_end: int) -> bool:

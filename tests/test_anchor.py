@@ -1,0 +1,72 @@
+"""The name-anchored fallback (meaning/anchor.py): a call in a form no dialect knows is read by the declared tool's
+name standing in markup and arguments that validate; prose, examples, quotes and calls cut short stay text.
+
+The cases in tests/golden/anchored/ are constructed (no real output writes these spellings yet, which is the
+point: they stand for the next model's format); real output the fallback reads is in the real-world corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_body
+from tests.corpus import Case, judge, load_cases, streaming_disagreement
+from tests.sse_client import accumulate, read_stream
+from toolproxy.meaning.extraction import extract
+
+CASES = load_cases(Path(__file__).parent / "golden" / "anchored")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_read_one_shot_and_streamed(case: Case) -> None:
+    judged = judge(case)
+    assert judged.one_shot, extract(case.text, case.tools).content()
+    assert streaming_disagreement(case) is None
+    assert judged.false == 0
+
+
+def test_the_cases_hold_both_calls_and_text() -> None:
+    """The set checks both sides of the rule: forms that are read, and lookalikes that must stay text."""
+    assert sum(bool(case.expected["tool_calls"]) for case in CASES) >= 6
+    assert sum(not case.expected["tool_calls"] for case in CASES) >= 5
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_through_the_proxy(case: Case, upstream, proxy) -> None:
+    upstream.completion(case.text)
+    body = make_body("do it", case.expected["tools"])
+    message = proxy.post(body).json()["choices"][0]
+    streamed = accumulate(read_stream(proxy.post({**body, "stream": True})))
+    calls = [(call["name"], call["arguments"]) for call in case.expected["tool_calls"]]
+    got = [(c["function"]["name"], json.loads(c["function"]["arguments"]))
+           for c in message["message"].get("tool_calls", [])]
+    assert (message["message"]["content"], got) == (case.expected["content"], calls)
+    assert message["finish_reason"] == ("tool_calls" if calls else "stop")
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed["tool_calls"]] == calls
+    assert streamed["content"] == (case.expected["content"] or "")
+
+
+def test_the_rule_that_fired_is_recorded() -> None:
+    case = next(case for case in CASES if case.name == "pairs_between_new_tokens")
+    extraction = extract(case.text, case.tools)
+    assert [call.dialect for call in extraction.calls] == ["recovered"]
+    assert "recovered:anchored_pairs" in extraction.issues
+
+
+TOOLS = {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
+
+
+@pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed
+@pytest.mark.parametrize("unit", [
+    "read_file\n",  # names alone on their lines, no arguments ever
+    "<x>read_file<y>{\"path\": ",  # JSON that never decodes
+    "<x>read_file\n<path>",  # a key whose value never closes
+    "read_file read_file ",  # mentions in prose
+    "<|a|>read_file<|b|>path=",  # inline values at the end of each line
+])
+def test_stays_linear_on_floods(unit: str) -> None:
+    text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+    assert extract(text, TOOLS).calls == []  # and it finished: a quadratic pass over 1 MB would not

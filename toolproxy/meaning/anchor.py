@@ -1,0 +1,174 @@
+"""The last rule of recovery: a call in a form no dialect knows, found by what the proxy knows for sure, the
+declared tools.
+
+Each model family brings its own spelling of a call, and the dialects only read the spellings met so far. What
+every spelling shares is a declared tool's name standing in markup, then its arguments: a JSON object, a Python
+argument list, or key and value pairs keyed by the tool's own parameter names (`anchor_pairs.py`). So a call is
+read wherever a declared name has nothing but markup before it on its line (`anchor_markup.py`: tags, special
+tokens, brackets, `key=` labels, a namespace), only markup between it and its arguments, and nothing but markup
+after them on their last line. Prose mentioning a tool (`I will call read_file {...}`, `- read_file {...} first`)
+has a word where markup must be, and stays text; a call is made only when the name is declared and the arguments
+validate (recovery's check), so a guess costs a missed call, never a false one.
+
+The call's source takes the markup lines around it (its wrapper's opener and closers), so content keeps none.
+Linear: names are found by one pattern, a cheap look at the character before rejects most mentions, and at most
+`MAX_TRIED` candidates are read per text, each reading forward over a bounded stretch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
+from toolproxy.dialects.cursor import Cursor
+from toolproxy.dialects.pythonic_values import keywords
+from toolproxy.meaning.anchor_markup import (
+    after_markup,
+    closes,
+    is_markup,
+    line_start,
+    markup_lines_after,
+    markup_lines_before,
+    markup_start,
+    opens,
+)
+from toolproxy.meaning.anchor_pairs import read_pairs
+
+MAX_TRIED = 64
+_GAP = 160  # how far after the name its JSON arguments may begin
+_PYTHON_REACH = 65536
+_NAME_CHARS = re.compile(r"[\w-]")
+_MARKED = re.compile(r"[<\[]")  # a tag, token or bracket before a name: not a bare line
+# Checks a call's name and raw arguments; the typed arguments, or None to leave the text as it is.
+Check = Callable[[str, Any, list[str]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    start: int
+    end: int
+    name: str
+    arguments: Any
+    rule: str
+    markerless: bool  # no tag, token or bracket stands before the name: a bare line
+
+
+@lru_cache(maxsize=256)
+def _names(tools: frozenset[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True)))
+
+
+def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> list[Segment]:
+    """`text` as text and the calls found in it by their declared names."""
+    names = _names(frozenset(name for name in tools if name))
+    out: list[Segment] = []
+    bare: list[bool] = []  # for each call found, whether it is bare (`_Found.markerless`)
+    kept = position = tried = 0
+    while tried < MAX_TRIED and (name := names.search(text, position)):
+        position = name.end()
+        if not _may_stand_alone(text, name.start(), name.end()):
+            continue
+        tried += 1
+        found = _read(text, name, kept, tools, names)
+        if found is None:
+            continue
+        typed = check(found.name, found.arguments, [found.rule])
+        if typed is None:
+            continue
+        out.append(Text(text[kept : found.start]))
+        out.append(Call(found.name, typed, text[found.start : found.end], dialect))
+        bare.append(found.markerless)
+        kept = position = found.end
+    out.append(Text(text[kept:]))
+    return _bare_calls_last(out, bare)
+
+
+def _bare_calls_last(segments: list[Segment], bare: list[bool]) -> list[Segment]:
+    """Bare calls (a name at the start of a line with no markup around it) only where nothing but calls and
+    markup follows them: `web_search {...}` then `That is the whole request.` is an example shown in prose. Read
+    from the end, so a bare call demoted to text demotes the bare calls before it."""
+    out: list[Segment] = []
+    calls = iter(reversed(bare))
+    clean = True  # nothing but calls and markup after this point
+    for segment in reversed(segments):
+        if isinstance(segment, Text):
+            clean = clean and is_markup(segment.text, 0, len(segment.text))
+        elif next(calls) and not clean:
+            segment = Text(segment.source)
+        out.append(segment)
+    return merge_text(reversed(out))
+
+
+def _may_stand_alone(text: str, start: int, end: int) -> bool:
+    """A cheap first look: the name is a whole word, and no word of prose stands right before it (`call
+    read_file`); a namespace's dot or any markup may."""
+    if end < len(text) and _NAME_CHARS.match(text, end):
+        return False
+    before = start
+    while before > 0 and start - before < 8 and text[before - 1] in " \t":
+        before -= 1
+    if before == start and start and _NAME_CHARS.match(text, start - 1):
+        return False
+    return before == 0 or not text[before - 1].isalnum()
+
+
+def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: re.Pattern[str]) -> _Found | None:
+    line = line_start(text, name.start(), floor)
+    start = None if line is None else markup_start(text, line, name.start())
+    if start is None or names.search(text, start, name.start()):
+        return None  # prose right before the name, or another tool's name in its markup (which one is meant?)
+    read = _arguments(text, name.end(), tools[name.group()], names)
+    if read is None:
+        return None
+    arguments, arguments_end, rule = read
+    end = after_markup(text, arguments_end, names)
+    if end is None:
+        return None
+    if start == line:
+        start = floor if floor and is_markup(text, floor, start) else markup_lines_before(text, start, floor)
+    if opens(text, start, name.start()) and not closes(text, arguments_end):
+        return None  # opened and never closed: cut short (max_tokens), or its markup goes on where we stopped
+    markerless = is_markup(text, start, name.start()) and not _MARKED.search(text, start, name.start())
+    return _Found(start, markup_lines_after(text, end, names), name.group(), arguments, rule, markerless)
+
+
+def _arguments(text: str, position: int, tool_schema: Any, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
+    """The raw arguments after a name (`(key=value)`, `{...}`, or pairs keyed by the tool's parameter names) and
+    where they end."""
+    if text.startswith("(", position):
+        return _python(text, position + 1)
+    brace = text.find("{", position, position + _GAP)
+    if brace >= 0 and is_markup(text, position, brace) and not names.search(text, position, brace):
+        return _json(text, brace)  # an object that does not decode is not read again as pairs
+    properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
+    if not isinstance(properties, dict):
+        return None
+    pairs = read_pairs(text, position, frozenset(properties), names)
+    return (pairs.values, pairs.end, "anchored_pairs") if pairs is not None else None
+
+
+def _json(text: str, brace: int) -> tuple[Any, int, str] | None:
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, brace)
+    except (ValueError, RecursionError):
+        return None
+    return (value, end, "anchored_json") if isinstance(value, dict) else None
+
+
+def _python(text: str, start: int) -> tuple[Any, int, str] | None:
+    """`key=value, ...)` read by the pythonic dialect's own value reader, on a bounded stretch."""
+    cursor = Cursor()
+    cursor.append(text[start : start + _PYTHON_REACH])
+    cursor.ended = True
+    reader = keywords(cursor)
+    try:
+        while True:
+            next(reader)
+    except StopIteration as stop:
+        arguments = stop.value
+    return (arguments, start + cursor.position, "anchored_python") if arguments is not None else None

@@ -1,0 +1,147 @@
+"""What counts as markup around a call in a form no dialect knows: the grammar the name-anchored fallback
+(`anchor.py`) reads a call's surroundings with.
+
+A model's new format is new clothes on the same body: a declared tool's name and its arguments, with tags,
+special tokens, bracketed words, `key=`/`key:` labels, quotes and indices around them. None of that is prose. So
+the fallback never learns a format's markers; it asks only whether the characters between the name and the
+arguments, and on the call's lines around them, are markup of these shapes. A word of prose there (`Now I will
+call read_file {...}`) makes the stretch not markup, and the call is not made.
+
+Every pattern is bounded and possessive, so a check costs at most the stretch it reads.
+"""
+
+from __future__ import annotations
+
+import re
+
+from toolproxy.dialects.tokens import TOKEN
+
+_TAG = r"<[^<>\n`]{1,160}>"  # `<tool_call>`, `</function>`, `<｜DSML｜invoke name="x">`, `<|im_end|>`
+_BRACKETED = r"\[[^\[\]\n`]{1,64}\]"  # `[TOOL_CALLS]`, `[ARGS]`, `[/read_file]`
+# A label of one or two words: `name="`, `"tool": "`, `call:`, `Action: `, `Action Input: `, `args=`.
+_LABEL = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?[\"']?[ \t]?[=:][ \t]?[\"']?"
+# A word that names the markup it stands in: before a tag or token (`<|constrain|>json<|message|>`), before an
+# attribute (`<|open|>argument key="`), or an index after a name (`functions.read:0`).
+_TAG_WORD = r"\w{1,32}(?=[<\[]|[ \t][\w-]{1,32}=)"
+_INDEX = r":\d{1,4}"
+# Punctuation between a name and its arguments, and between pairs: closers of the tag before (`">`) included. Before
+# a name, a lone `>` or `)` is prose's (`>>> name`, a doctest), never a tag's end.
+_BETWEEN = r"[ \t\r\n\[\](){}\"'|,;>]"
+_BEFORE = r"[ \t\r\[({\"'|,]"
+_ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_LABEL}|{_TAG_WORD}|{_INDEX}"  # longest first
+_OPEN_TAG = r"<[^<>\n`]{0,160}"  # a tag still open where the name begins: `<function=`, `<invoke name="`
+MARKUP = re.compile(rf"(?:{_ITEMS}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
+_MARKUP_BEFORE = re.compile(rf"(?:{_ITEMS}|{_BEFORE})*+(?:{_OPEN_TAG})?")
+# A tag or token that closes something: `</function>`, `<tool_call|>`, `<|tool_call_end|>`, `<|call|>`, `[/x]`.
+# And a closing tag that lost its `<` and `/`, alone on its line (`function>`).
+_CLOSER = re.compile(rf"</[^<>\n]{{0,160}}>|<[^<>\n|]{{1,160}}\|>|{TOKEN}|\[(?:/|END)[^\[\]\n]{{0,64}}\]"
+                     r"|(?m:^[ \t]*/?[\w-]{1,64}>[ \t]*$)")
+# What opens a call: a tag (not a closer) or a token that says so.
+_OPENER = re.compile(r"<(?![/|])[^<>\n]{0,160}(?<!\|)(?:>|\Z)"
+                     r"|<\|[^<>|\n]{0,48}(?:begin|start|open)[^<>|\n]{0,48}\|>")
+_SKIPPABLE = re.compile(rf"{_TAG}|{_BRACKETED}|[ \t\r\n\])}}\"',;>]++")
+# Markup that opens a call after a sentence: a tag, a token or a bracketed word (a lone `[` or quote does not).
+_OPENING = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_OPEN_TAG}")
+# A namespace before a name (`functions.`, `default_api.`), written with no space: taken off first, so that a
+# numbered list's `1. ` is not one.
+_NAMESPACE = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)+\Z")
+_NAMESPACE_AHEAD = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)*+")
+# Markup after a call on its last line: closers, tokens, brackets, quotes, separators.
+_AFTER = re.compile(rf"(?:[ \t\r\])}}\"'>,;]|{TOKEN}|{_TAG}|{_BRACKETED})*+")
+# A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
+# that lost its `<` and `/`, `function>`).
+_MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>)[ \t\r]*+)++")
+LINE_REACH = 256  # how far along its line a name's neighbours are read
+
+
+def is_markup(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` is markup only (MARKUP): no prose, no inline code."""
+    return MARKUP.fullmatch(text, start, end) is not None
+
+
+def opens(text: str, start: int, end: int) -> bool:
+    """Whether the markup `text[start:end]` before a name opens something that must close (a tag, a `begin`
+    token): a call so opened that runs to the end of the answer with no closer was cut short."""
+    return _OPENER.search(text, start, end) is not None
+
+
+def closes(text: str, position: int) -> bool:
+    """Whether a closer follows `position` with nothing but markup before it (across lines, within reach)."""
+    end = min(len(text), position + 4 * LINE_REACH)
+    while position < end:
+        closer = _CLOSER.match(text, position, end)
+        if closer is not None:
+            return True
+        item = _SKIPPABLE.match(text, position, end)
+        if item is None:
+            return False
+        position = item.end()
+    return False
+
+
+def markup_start(text: str, line_start: int, name_start: int) -> int | None:
+    """Where the markup before a name at `name_start` begins: the line's start when nothing but markup stands
+    there (after any namespace), or the first markup that opens the call after a sentence (`Checking.
+    <|tool_call_begin|>functions.x`: a call may end a sentence, as `lookalike` has it; prose on both sides of it is
+    refused after the arguments, `after_markup`). None when a word of prose comes right before the name."""
+    namespace = _NAMESPACE.search(text, max(line_start, name_start - 160), name_start)
+    end = namespace.start() if namespace else name_start
+    if _MARKUP_BEFORE.fullmatch(text, line_start, end):
+        return line_start
+    if "`" in text[line_start:end]:
+        return None  # inline code: an example
+    opener = _OPENING.search(text, line_start, end)
+    return opener.start() if opener is not None and _MARKUP_BEFORE.fullmatch(text, opener.start(), end) else None
+
+
+def after_markup(text: str, position: int, names: re.Pattern[str]) -> int | None:
+    """Where a call that ends at `position` ends with the markup after it: the end of its line, past the line
+    break, when nothing but markup follows on it; or the start of the next call on the same line (`<|tool_call_end|>
+    <|tool_call_begin|>functions.next`: markup, then a namespace and a declared name). Else None: the call is
+    followed by prose on its line."""
+    found = _AFTER.match(text, position, min(len(text), position + LINE_REACH))
+    assert found is not None  # the pattern matches the empty string
+    end = found.end()
+    if end == len(text):
+        return end
+    if text[end] == "\n":
+        return end + 1
+    namespace = _NAMESPACE_AHEAD.match(text, end, min(len(text), end + 160))
+    assert namespace is not None
+    return end if end > position and names.match(text, namespace.end()) else None
+
+
+def markup_lines_after(text: str, position: int, names: re.Pattern[str], limit: int = 8) -> int:
+    """`position` moved past the lines after it that are nothing but tags, tokens and brackets (closers), up to
+    one that names a tool (the next call's opener)."""
+    for _ in range(limit):
+        line_end = text.find("\n", position, position + LINE_REACH)
+        stop = len(text) if line_end < 0 and len(text) - position <= LINE_REACH else line_end
+        if stop < 0 or _MARKUP_LINE.fullmatch(text, position, stop) is None or names.search(text, position, stop):
+            break
+        position = stop if stop == len(text) else stop + 1
+    return position
+
+
+def markup_lines_before(text: str, line_start: int, floor: int, limit: int = 8) -> int:
+    """`line_start` moved back over the lines before it that are nothing but tags, tokens and brackets (openers),
+    never before `floor`."""
+    for _ in range(limit):
+        if line_start <= floor or text[line_start - 1] != "\n":
+            break
+        previous = text.rfind("\n", max(floor, line_start - 1 - LINE_REACH), line_start - 1) + 1
+        start = max(previous, floor)
+        if (previous == 0 and line_start - 1 - LINE_REACH > 0) or start == line_start - 1:
+            break
+        if _MARKUP_LINE.fullmatch(text, start, line_start - 1) is None:
+            break
+        line_start = start
+    return line_start
+
+
+def line_start(text: str, position: int, floor: int) -> int | None:
+    """Where the line `position` is on begins (never before `floor`), or None when it is too far back."""
+    start = text.rfind("\n", max(floor, position - LINE_REACH), position) + 1
+    if start == 0 and position - LINE_REACH > floor:
+        return None
+    return max(start, floor)
