@@ -67,6 +67,10 @@ DIALECTS: dict[str, Dialect] = {
     # `functools` is an ordinary word: last of the special-token dialects (it needs a JSON list of calls).
     "phi4_mini": PrefixedJsonDialect("phi4_mini", "functools"),
     "granite_fc": PrefixedJsonDialect("granite_fc", "<function_call>", single=True),
+    # GigaChat 3 writes a call as a message of its own: the separator token, the role `function call`, JSON;
+    # GigaChat 3.1 puts one token before the JSON instead.
+    "gigachat3": PrefixedJsonDialect("gigachat3", "<|message_sep|>\n\nfunction call<|role_sep|>", single=True),
+    "gigachat31": PrefixedJsonDialect("gigachat31", "<|function_call|>", single=True),
     "kimi_k2": KimiDialect(),
     # Kimi K3's XTML: the invoke family with special tokens for brackets, `call`/`tool` and `argument`/`key`.
     "kimi_k3": InvokeXmlDialect("kimi_k3", ("tools",), bare=True, syntax=XTML, invoke="call",
@@ -87,6 +91,7 @@ DIALECTS: dict[str, Dialect] = {
     "nemotron_mini": MarkedJsonDialect("nemotron_mini", "<toolcall>", "</toolcall>"),
     "apriel": MarkedJsonDialect("apriel", "<tool_calls>", "</tool_calls>"),
     "hermes": MarkedJsonDialect("hermes", "<tool_call>", "</tool_call>"),
+    "longcat": MarkedJsonDialect("longcat", "<longcat_tool_call>", "</longcat_tool_call>"),
     "qwen_tools": MarkedJsonDialect("qwen_tools", "<tools>", "</tools>"),
     "roo_xml": TagXmlDialect(),
     # `>>>` starts quotes and prompts in prose: late, and only with a name, a line break and an object after it.
