@@ -30,6 +30,7 @@ from toolproxy.dialects.pythonic_values import keywords
 from toolproxy.meaning.anchor_markup import (
     after_markup,
     closes,
+    is_gap,
     is_markup,
     line_start,
     markup_lines_after,
@@ -37,12 +38,14 @@ from toolproxy.meaning.anchor_markup import (
     markup_start,
     opens,
 )
+from toolproxy.meaning.anchor_object import loose_object
 from toolproxy.meaning.anchor_pairs import read_pairs
 
 MAX_TRIED = 64
 _GAP = 160  # how far after the name its JSON arguments may begin
 _PYTHON_REACH = 65536
 _NAME_CHARS = re.compile(r"[\w-]")
+_ATTRIBUTE_END = re.compile(r"[\"']?[ \t]*/?>")  # the end of the tag whose attribute the name is
 _MARKED = re.compile(r"[<\[]")  # a tag, token or bracket before a name: not a bare line
 # Checks a call's name and raw arguments; the typed arguments, or None to leave the text as it is.
 Check = Callable[[str, Any, list[str]], Any]
@@ -122,7 +125,7 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
     start = None if line is None else markup_start(text, line, name.start())
     if start is None or names.search(text, start, name.start()):
         return None  # prose right before the name, or another tool's name in its markup (which one is meant?)
-    read = _arguments(text, name.end(), tools[name.group()], names)
+    read = _arguments(text, name, tools[name.group()], names)
     if read is None:
         return None
     arguments, arguments_end, rule = read
@@ -134,29 +137,47 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
     if opens(text, start, name.start()) and not closes(text, arguments_end):
         return None  # opened and never closed: cut short (max_tokens), or its markup goes on where we stopped
     markerless = is_markup(text, start, name.start()) and not _MARKED.search(text, start, name.start())
-    return _Found(start, markup_lines_after(text, end, names), name.group(), arguments, rule, markerless)
+    fenced = text.find("```", name.end(), arguments_end) >= 0
+    return _Found(start, markup_lines_after(text, end, names, fenced), name.group(), arguments, rule, markerless)
 
 
-def _arguments(text: str, position: int, tool_schema: Any, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
-    """The raw arguments after a name (`(key=value)`, `{...}`, or pairs keyed by the tool's parameter names) and
-    where they end."""
+def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
+    """The raw arguments after a name (`(key=value)`, `{...}`, pairs keyed by the tool's parameter names, or none
+    where the call closes right after its name) and where they end."""
+    position = name.end()
     if text.startswith("(", position):
-        return _python(text, position + 1)
+        python = _python(text, position + 1)
+        loose = loose_object(text, position) if python is None else None
+        return python or ((loose[0], loose[1], "anchored_loose_object") if loose is not None else None)
     brace = text.find("{", position, position + _GAP)
-    if brace >= 0 and is_markup(text, position, brace) and not names.search(text, position, brace):
+    if brace >= 0 and is_gap(text, position, brace) and not names.search(text, position, brace):
         return _json(text, brace)  # an object that does not decode is not read again as pairs
     properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
     if not isinstance(properties, dict):
         return None
     pairs = read_pairs(text, position, frozenset(properties), names)
-    return (pairs.values, pairs.end, "anchored_pairs") if pairs is not None else None
+    if pairs is not None:
+        return pairs.values, pairs.end, "anchored_pairs"
+    return _no_arguments(text, name)
+
+
+def _no_arguments(text: str, name: re.Match[str]) -> tuple[Any, int, str] | None:
+    """A name given as an attribute's value and the call closed right after it (`<invoke name="refresh"></invoke>`):
+    no arguments, which the schema then allows or not."""
+    before = text[max(0, name.start() - 2) : name.start()]
+    if not (before.endswith("=") or before in ('="', "='")):
+        return None
+    after = _ATTRIBUTE_END.match(text, name.end())
+    return ({}, after.end(), "anchored_no_arguments") if after and closes(text, after.end()) else None
 
 
 def _json(text: str, brace: int) -> tuple[Any, int, str] | None:
+    """A JSON object, or one that is almost JSON (`anchor_object.py`: bare keys, quote tokens, bare words)."""
     try:
         value, end = json.JSONDecoder().raw_decode(text, brace)
     except (ValueError, RecursionError):
-        return None
+        loose = loose_object(text, brace)
+        return (loose[0], loose[1], "anchored_loose_object") if loose is not None else None
     return (value, end, "anchored_json") if isinstance(value, dict) else None
 
 

@@ -39,7 +39,9 @@ _CLOSER = re.compile(rf"</[^<>\n]{{0,160}}>|<[^<>\n|]{{1,160}}\|>|{TOKEN}|\[(?:/
 # What opens a call: a tag (not a closer) or a token that says so.
 _OPENER = re.compile(r"<(?![/|])[^<>\n]{0,160}(?<!\|)(?:>|\Z)"
                      r"|<\|[^<>|\n]{0,48}(?:begin|start|open)[^<>|\n]{0,48}\|>")
-_SKIPPABLE = re.compile(rf"{_TAG}|{_BRACKETED}|[ \t\r\n\])}}\"',;>]++")
+_FENCE = r"```[\w-]{0,16}"  # a code fence the arguments stand in (```json ... ```), never before the name
+_SKIPPABLE = re.compile(rf"{_TAG}|{_BRACKETED}|{_FENCE}|[ \t\r\n\])}}\"',;>]++")
+_GAP = re.compile(rf"(?:{_ITEMS}|{_FENCE}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
 # Markup that opens a call after a sentence: a tag, a token or a bracketed word (a lone `[` or quote does not).
 _OPENING = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_OPEN_TAG}")
 # A namespace before a name (`functions.`, `default_api.`), written with no space: taken off first, so that a
@@ -47,16 +49,23 @@ _OPENING = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_OPEN_TAG}")
 _NAMESPACE = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)+\Z")
 _NAMESPACE_AHEAD = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)*+")
 # Markup after a call on its last line: closers, tokens, brackets, quotes, separators.
-_AFTER = re.compile(rf"(?:[ \t\r\])}}\"'>,;]|{TOKEN}|{_TAG}|{_BRACKETED})*+")
+_AFTER = re.compile(rf"(?:[ \t\r\])}}\"'>,;]|{TOKEN}|{_TAG}|{_BRACKETED}|```)*+")
 # A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
 # that lost its `<` and `/`, `function>`).
 _MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>)[ \t\r]*+)++")
+_FENCED_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>|```)[ \t\r]*+)++")
 LINE_REACH = 256  # how far along its line a name's neighbours are read
 
 
 def is_markup(text: str, start: int, end: int) -> bool:
     """Whether `text[start:end]` is markup only (MARKUP): no prose, no inline code."""
     return MARKUP.fullmatch(text, start, end) is not None
+
+
+def is_gap(text: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]`, between a name and its arguments, is markup only; a code fence may open there
+    (`name` then ```` ```json ````, as DeepSeek V3 writes)."""
+    return _GAP.fullmatch(text, start, end) is not None
 
 
 def opens(text: str, start: int, end: int) -> bool:
@@ -97,8 +106,8 @@ def markup_start(text: str, line_start: int, name_start: int) -> int | None:
 def after_markup(text: str, position: int, names: re.Pattern[str]) -> int | None:
     """Where a call that ends at `position` ends with the markup after it: the end of its line, past the line
     break, when nothing but markup follows on it; or the start of the next call on the same line (`<|tool_call_end|>
-    <|tool_call_begin|>functions.next`: markup, then a namespace and a declared name). Else None: the call is
-    followed by prose on its line."""
+    <|tool_call_begin|>functions.next`, `};{"name": "next"`: markup, then what may stand before a name, and a
+    declared name). Else None: the call is followed by prose on its line."""
     found = _AFTER.match(text, position, min(len(text), position + LINE_REACH))
     assert found is not None  # the pattern matches the empty string
     end = found.end()
@@ -106,18 +115,22 @@ def after_markup(text: str, position: int, names: re.Pattern[str]) -> int | None
         return end
     if text[end] == "\n":
         return end + 1
-    namespace = _NAMESPACE_AHEAD.match(text, end, min(len(text), end + 160))
-    assert namespace is not None
-    return end if end > position and names.match(text, namespace.end()) else None
+    following = names.search(text, end, min(len(text), end + 160))
+    if following is None:
+        return None
+    namespace = _NAMESPACE.search(text, end, following.start())
+    return end if _MARKUP_BEFORE.fullmatch(text, end, namespace.start() if namespace else following.start()) else None
 
 
-def markup_lines_after(text: str, position: int, names: re.Pattern[str], limit: int = 8) -> int:
+def markup_lines_after(text: str, position: int, names: re.Pattern[str], fenced: bool, limit: int = 8) -> int:
     """`position` moved past the lines after it that are nothing but tags, tokens and brackets (closers), up to
-    one that names a tool (the next call's opener)."""
+    one that names a tool (the next call's opener); `fenced`: the call's arguments stand in a code fence, whose
+    closing line is the call's too."""
+    line = _FENCED_LINE if fenced else _MARKUP_LINE
     for _ in range(limit):
         line_end = text.find("\n", position, position + LINE_REACH)
         stop = len(text) if line_end < 0 and len(text) - position <= LINE_REACH else line_end
-        if stop < 0 or _MARKUP_LINE.fullmatch(text, position, stop) is None or names.search(text, position, stop):
+        if stop < 0 or line.fullmatch(text, position, stop) is None or names.search(text, position, stop):
             break
         position = stop if stop == len(text) else stop + 1
     return position

@@ -33,9 +33,9 @@ _BLOCK_AFTER_KEY = re.compile(
     r"|[\"']?>?[ \t]*</[^<>\n]{1,64}>[ \t\r\n]*<[^<>\n]{1,64}>"
     r"|>?[ \t]*\n")
 _INLINE_AFTER_KEY = re.compile(r"[\"']?[ \t]?[=:][ \t]?")
-# A closer: a closing tag, its word the last one in it (`</｜DSML｜parameter>`, `</ | DSML | parameter>`), a special
+# A closer: a closing tag, its word the last one in it (`</｜DSML｜parameter>`, `</steptml:parameter>`), a special
 # token, or a closing word alone on its line with its brackets lost (`/parameter`, `parameter>`).
-_CLOSER = re.compile(rf"</[^<>\n]{{0,32}}?([\w:-]{{1,64}})[ \t]*>|{TOKEN}"
+_CLOSER = re.compile(rf"</[^<>\n]{{0,32}}?(\w{{1,64}})[ \t]*>|{TOKEN}"
                      r"|(?m:^[ \t]*(?:/([\w-]{1,64})>?|([\w-]{1,64})>)[ \t]*$)")
 _VALUE_WORDS = frozenset({"parameter", "param", "parameters", "argument", "arg", "arg_value", "value", "arguments",
                           "args"})

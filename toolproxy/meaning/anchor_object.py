@@ -1,0 +1,135 @@
+"""Arguments written as an object that is almost JSON, in the ways models write objects when no grammar holds them:
+keys without quotes, `=` for `:`, strings in single quotes or between quote tokens (Gemma 4's `<|"|>`), Python's
+literals, bare words for strings, parentheses for braces (`call:search(query: "news")`).
+
+Read by one hand-written pass that writes the JSON the model meant, then `json.loads` has the last word; what it
+cannot read unambiguously (an unclosed string, a bracket that does not match, a key with no value) is refused. The
+schema decides afterwards whether the object is the tool's arguments at all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_REACH = 65536  # the longest object read
+_MAX_DEPTH = 32
+_CLOSING = {"{": "}", "(": ")", "[": "]"}
+# A string: in double or single quotes (backslash escapes), or between two quote tokens (`<|"|>`, `<|'|>`).
+_QUOTE_TOKENS = ('<|"|>', "<|'|>")
+_KEY = re.compile(r"""[A-Za-z_][\w-]{0,63}[ \t]*[:=](?![=])|"(?:[^"\\\n]|\\.){0,64}"[ \t]*:|'[^'\n]{1,64}'[ \t]*:""")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d{0,30})(?:\.\d{1,30})?(?:[eE][-+]?\d{1,4})?(?=[\s,})\]]|\Z)")
+_LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false", "None": "null"}
+_LITERAL = re.compile(r"(?:true|false|null|True|False|None)(?=[\s,})\]]|\Z)")
+_BARE = re.compile(r"[^,{}()\[\]\n\"']{1,4096}")
+_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+class _Refused(ValueError):
+    pass
+
+
+def loose_object(text: str, start: int) -> tuple[dict[str, Any], int] | None:
+    """The object at `text[start]` (`{` or `(`) and where it ends, or None."""
+    reader = _Reader(text, min(len(text), start + _REACH))
+    try:
+        written = reader.value(start, 0, object_only=True)
+        value = json.loads(written)
+    except (_Refused, ValueError, RecursionError):
+        return None
+    return (value, reader.position) if isinstance(value, dict) else None
+
+
+class _Reader:
+    def __init__(self, text: str, stop: int) -> None:
+        self.text, self.stop, self.position = text, stop, 0
+
+    def value(self, position: int, depth: int, object_only: bool = False, bare: bool = False) -> str:
+        """`bare`: a word without quotes may be a string (after `key:`; after Python's `key=` it names a variable)."""
+        self.position = _SPACE.match(self.text, position, self.stop).end()  # type: ignore[union-attr]
+        char = self.text[self.position : self.position + 1]
+        if char in ("{", "("):
+            return self._members(depth)
+        if object_only:
+            raise _Refused
+        if char == "[":
+            return self._items(depth)
+        for pattern in (_NUMBER, _LITERAL):
+            found = pattern.match(self.text, self.position, self.stop)
+            if found is not None:
+                self.position = found.end()
+                return _LITERALS.get(found.group(), found.group())
+        return json.dumps(self._string(bare))
+
+    def _members(self, depth: int) -> str:
+        closer = self._open(depth)
+        members = []
+        while not self._close(closer):
+            key = _KEY.match(self.text, self.position, self.stop)
+            if key is None:
+                raise _Refused
+            name = key.group().rstrip(" \t:=")
+            name = json.loads(name) if name[0] == '"' else name.strip("'")
+            bare = key.group().rstrip(" \t").endswith(":")
+            members.append(json.dumps(name) + ":" + self.value(key.end(), depth + 1, bare=bare))
+            self._separator(closer)
+        return "{" + ",".join(members) + "}"
+
+    def _items(self, depth: int) -> str:
+        self._open(depth)
+        items = []
+        while not self._close("]"):
+            items.append(self.value(self.position, depth + 1))
+            self._separator("]")
+        return "[" + ",".join(items) + "]"
+
+    def _open(self, depth: int) -> str:
+        if depth >= _MAX_DEPTH:
+            raise _Refused
+        closer = _CLOSING[self.text[self.position]]
+        self.position += 1
+        return closer
+
+    def _close(self, closer: str) -> bool:
+        self.position = _SPACE.match(self.text, self.position, self.stop).end()  # type: ignore[union-attr]
+        if self.position >= self.stop:
+            raise _Refused  # never closed
+        if self.text.startswith(closer, self.position):
+            self.position += 1
+            return True
+        return False
+
+    def _separator(self, closer: str) -> None:
+        self.position = _SPACE.match(self.text, self.position, self.stop).end()  # type: ignore[union-attr]
+        if self.text.startswith(",", self.position):
+            self.position += 1
+        elif not self.text.startswith(closer, self.position):
+            raise _Refused
+
+    def _string(self, bare: bool) -> str:
+        text, position = self.text, self.position
+        for token in _QUOTE_TOKENS:
+            if text.startswith(token, position):
+                end = text.find(token, position + len(token), self.stop)
+                if end < 0:
+                    raise _Refused
+                self.position = end + len(token)
+                return text[position + len(token) : end]
+        if text[position : position + 1] == '"':
+            try:
+                value, self.position = json.JSONDecoder().raw_decode(text, position)
+            except ValueError:
+                raise _Refused from None
+            return str(value)
+        if text[position : position + 1] == "'":
+            end = text.find("'", position + 1, self.stop)
+            if end < 0 or "\n" in text[position:end]:
+                raise _Refused
+            self.position = end + 1
+            return text[position + 1 : end]
+        word = _BARE.match(text, position, self.stop) if bare else None
+        if word is None or not word.group().strip():
+            raise _Refused
+        self.position = word.end()
+        return word.group().strip()
