@@ -95,6 +95,11 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "arg=val pairs": lambda size: ("[exec(" + "a=1, " * size)[:size],
     # The worst known for extraction (issue 24; bench/workload.adversarial_calls): calls opened, never closed.
     "almost-JSON calls": flood('{"name": "read", "arguments": {'),
+    # The name-anchored fallback (meaning/anchor.py): declared names in markup whose arguments never come whole.
+    "names in markup, nothing after": flood("<x>tool_a\n"),
+    "names then JSON never closed": flood('<x>tool_a{"a": '),
+    "names then keys never closed": flood("<x>tool_a\n<a>"),
+    "names then almost-JSON never closed": flood("<|x|>tool_a{a:'"),
     **{f"{name} openers": flood(opener) for name, opener in OPENERS.items()},
     "openers interleaved": flood("".join(OPENERS.values())),
 }

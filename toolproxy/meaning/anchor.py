@@ -41,7 +41,8 @@ from toolproxy.meaning.anchor_markup import (
 from toolproxy.meaning.anchor_object import loose_object
 from toolproxy.meaning.anchor_pairs import read_pairs
 
-MAX_TRIED = 64
+MAX_TRIED = 32
+_SPARSE = 64  # mentions refused by `_stands_alone` before the scan switches to `_candidates`
 _GAP = 160  # how far after the name its JSON arguments may begin
 _PYTHON_REACH = 65536
 _NAME_CHARS = re.compile(r"[\w-]")
@@ -61,20 +62,51 @@ class _Found:
     markerless: bool  # no tag, token or bracket stands before the name: a bare line
 
 
+def _alternatives(tools: frozenset[str]) -> str:
+    return "|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True))
+
+
 @lru_cache(maxsize=256)
 def _names(tools: frozenset[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(name) for name in sorted(tools, key=len, reverse=True)))
+    return re.compile(_alternatives(tools))
+
+
+@lru_cache(maxsize=256)
+def _candidates(tools: frozenset[str]) -> re.Pattern[str]:
+    """`_stands_alone` as a pattern, for a text dense with mentions: scanning every position costs more than a
+    literal search where mentions are few, and costs no Python per mention where they are many."""
+    return re.compile(rf"(?:^|(?<=[^\w \t-]))[ \t]{{0,8}}(?P<name>{_alternatives(tools)})(?![\w-])", re.MULTILINE)
+
+
+def _stands_alone(text: str, start: int, end: int) -> bool:
+    """A cheap first look: the name is a whole word, and no word of prose stands right before it (`call
+    read_file`), within 8 spaces; a line's start, a namespace's dot or any markup may."""
+    if end < len(text) and _NAME_CHARS.match(text, end):
+        return False
+    before = start
+    while before > 0 and start - before < 8 and text[before - 1] in " \t":
+        before -= 1
+    if before == 0 or text[before - 1] == "\n":
+        return True
+    return not _NAME_CHARS.match(text, before - 1) and text[before - 1] not in " \t"
 
 
 def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> list[Segment]:
     """`text` as text and the calls found in it by their declared names."""
-    names = _names(frozenset(name for name in tools if name))
+    declared = frozenset(name for name in tools if name)
+    names, candidates = _names(declared), _candidates(declared)
     out: list[Segment] = []
     bare: list[bool] = []  # for each call found, whether it is bare (`_Found.markerless`)
     kept = position = tried = 0
-    while tried < MAX_TRIED and (name := names.search(text, position)):
-        position = name.end()
-        if not _may_stand_alone(text, name.start(), name.end()):
+    finder, rejected = names, 0  # sparse mentions: a literal search skips prose at C speed
+    while tried < MAX_TRIED and (found := finder.search(text, position)):
+        position = found.end()
+        name = names.match(text, found.start("name") if finder is candidates else found.start())
+        assert name is not None
+        if finder is names and not _stands_alone(text, name.start(), name.end()):
+            rejected += 1
+            if rejected == _SPARSE:
+                finder = candidates  # dense mentions: the same test, moved into the C scan
             continue
         tried += 1
         found = _read(text, name, kept, tools, names)
@@ -105,19 +137,6 @@ def _bare_calls_last(segments: list[Segment], bare: list[bool]) -> list[Segment]
             segment = Text(segment.source)
         out.append(segment)
     return merge_text(reversed(out))
-
-
-def _may_stand_alone(text: str, start: int, end: int) -> bool:
-    """A cheap first look: the name is a whole word, and no word of prose stands right before it (`call
-    read_file`); a namespace's dot or any markup may."""
-    if end < len(text) and _NAME_CHARS.match(text, end):
-        return False
-    before = start
-    while before > 0 and start - before < 8 and text[before - 1] in " \t":
-        before -= 1
-    if before == start and start and _NAME_CHARS.match(text, start - 1):
-        return False
-    return before == 0 or not text[before - 1].isalnum()
 
 
 def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: re.Pattern[str]) -> _Found | None:

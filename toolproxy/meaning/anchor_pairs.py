@@ -23,7 +23,7 @@ from toolproxy.meaning.anchor_markup import is_markup
 
 MAX_PAIRS = 64
 _KEY_REACH = 256  # how far after the name (or the last value) the next key is looked for
-_VALUE_REACH = 65536  # how far a value's closer is looked for
+_VALUE_REACH = 32768  # how far a value's closer is looked for (a failed read costs this much, `anchor.MAX_TRIED` times)
 _CLOSERS_LOOKED_AT = 64  # closers of other words (`</div>` in a value of HTML) passed over before giving up
 # After a key: attributes and the tag's end, or a closing tag and the value's opening tag (GLM), or a token (a
 # value between tags: `block`); or `=` / `:` (a value on the rest of the line: `inline`); or a line break (a tag
