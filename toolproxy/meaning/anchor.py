@@ -99,9 +99,9 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
     bare: list[bool] = []  # for each call found, whether it is bare (`_Found.markerless`)
     kept = position = tried = 0
     finder, rejected = names, 0  # sparse mentions: a literal search skips prose at C speed
-    while tried < MAX_TRIED and (found := finder.search(text, position)):
-        position = found.end()
-        name = names.match(text, found.start("name") if finder is candidates else found.start())
+    while tried < MAX_TRIED and (hit := finder.search(text, position)):
+        position = hit.end()
+        name = names.match(text, hit.start("name") if finder is candidates else hit.start())
         assert name is not None
         if finder is names and not _stands_alone(text, name.start(), name.end()):
             rejected += 1
