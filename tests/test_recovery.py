@@ -66,6 +66,13 @@ def test_kimi_id_without_a_name_goes_to_the_one_tool_whose_schema_accepts_the_ar
     assert calls(text) == [("square", {"n": 3})]
 
 
+def test_kimi_id_naming_an_undeclared_tool_is_never_given_another_tools_name() -> None:
+    """`functions.invalid.0` names a tool, one not declared: the one tool whose schema takes the arguments must
+    not be called in its place (vLLM's kimi_k2 test_extract_tool_calls_invalid_funcall_id)."""
+    text = "<|tool_call_begin|>functions.cube.0<|tool_call_argument_begin|>\"{\\\"n\\\": 3}\"<|tool_call_end|>"
+    assert calls(text) == []
+
+
 @pytest.mark.parametrize("text", [
     # undeclared names stay text, however damaged or mended the markup
     "<function=format_disk>\n<parameter=path>/</parameter>",

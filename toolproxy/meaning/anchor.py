@@ -37,6 +37,7 @@ from toolproxy.meaning.anchor_markup import (
     markup_lines_before,
     markup_start,
     opens,
+    token_closed,
 )
 from toolproxy.meaning.anchor_object import loose_object
 from toolproxy.meaning.anchor_pairs import read_pairs
@@ -149,6 +150,8 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
         return None
     arguments, arguments_end, rule = read
     end = after_markup(text, arguments_end, names)
+    if end is None:
+        end = token_closed(text, start, name.start(), arguments_end)
     if end is None:
         return None
     if start == line:

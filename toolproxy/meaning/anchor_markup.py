@@ -16,6 +16,8 @@ import re
 
 from toolproxy.dialects.tokens import TOKEN
 
+_TOKEN = re.compile(TOKEN)
+
 _TAG = r"<[^<>\n`]{1,160}>"  # `<tool_call>`, `</function>`, `<｜DSML｜invoke name="x">`, `<|im_end|>`
 _BRACKETED = r"\[[^\[\]\n`]{1,64}\]"  # `[TOOL_CALLS]`, `[ARGS]`, `[/read_file]`
 # A label of one or two words: `name="`, `"tool": "`, `call:`, `Action: `, `Action Input: `, `args=`.
@@ -32,15 +34,16 @@ _ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_LABEL}|{_TAG_WORD}|{_INDEX}"  # longes
 _OPEN_TAG = r"<[^<>\n`]{0,160}"  # a tag still open where the name begins: `<function=`, `<invoke name="`
 MARKUP = re.compile(rf"(?:{_ITEMS}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
 _MARKUP_BEFORE = re.compile(rf"(?:{_ITEMS}|{_BEFORE})*+(?:{_OPEN_TAG})?")
-# A tag or token that closes something: `</function>`, `<tool_call|>`, `<|tool_call_end|>`, `<|call|>`, `[/x]`.
+# A tag or token that closes something: `</function>`, `<tool_call|>`, `<|tool_call_end|>`, `<|call|>`, `[/x]`, and
+# the bracket of a list or call the arguments stand in (`[f(a=1)]`, `{"name": .., "arguments": {..}}`).
 # And a closing tag that lost its `<` and `/`, alone on its line (`function>`).
-_CLOSER = re.compile(rf"</[^<>\n]{{0,160}}>|<[^<>\n|]{{1,160}}\|>|{TOKEN}|\[(?:/|END)[^\[\]\n]{{0,64}}\]"
+_CLOSER = re.compile(rf"</[^<>\n]{{0,160}}>|<[^<>\n|]{{1,160}}\|>|{TOKEN}|\[(?:/|END)[^\[\]\n]{{0,64}}\]|/>|[\])}}]"
                      r"|(?m:^[ \t]*/?[\w-]{1,64}>[ \t]*$)")
 # What opens a call: a tag (not a closer) or a token that says so.
 _OPENER = re.compile(r"<(?![/|])[^<>\n]{0,160}(?<!\|)(?:>|\Z)"
                      r"|<\|[^<>|\n]{0,48}(?:begin|start|open)[^<>|\n]{0,48}\|>")
 _FENCE = r"```[\w-]{0,16}"  # a code fence the arguments stand in (```json ... ```), never before the name
-_SKIPPABLE = re.compile(rf"{_TAG}|{_BRACKETED}|{_FENCE}|[ \t\r\n\])}}\"',;>]++")
+_SKIPPABLE = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_FENCE}|/>|[ \t\r\n\"',;>]++")
 _GAP = re.compile(rf"(?:{_ITEMS}|{_FENCE}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
 # Markup that opens a call after a sentence: a tag, a token or a bracketed word (a lone `[` or quote does not).
 _OPENING = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_OPEN_TAG}")
@@ -49,7 +52,7 @@ _OPENING = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_OPEN_TAG}")
 _NAMESPACE = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)+\Z")
 _NAMESPACE_AHEAD = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)*+")
 # Markup after a call on its last line: closers, tokens, brackets, quotes, separators.
-_AFTER = re.compile(rf"(?:[ \t\r\])}}\"'>,;]|{TOKEN}|{_TAG}|{_BRACKETED}|```)*+")
+_AFTER = re.compile(rf"(?:{TOKEN}|{_TAG}|{_BRACKETED}|```|/>|[ \t\r\])}}\"'>,;])*+")  # longest first
 # A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
 # that lost its `<` and `/`, `function>`).
 _MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>)[ \t\r]*+)++")
@@ -120,6 +123,18 @@ def after_markup(text: str, position: int, names: re.Pattern[str]) -> int | None
         return None
     namespace = _NAMESPACE.search(text, end, following.start())
     return end if _MARKUP_BEFORE.fullmatch(text, end, namespace.start() if namespace else following.start()) else None
+
+
+def token_closed(text: str, start: int, name_start: int, position: int) -> int | None:
+    """Where a call whose markup opens with a special token before its name ends, when a token also closes it
+    right after its arguments (`Sure. <|python_start|>[f(a=1)]<|python_end|> And then...`): such a call is the
+    model's own markup wherever it stands on its line (as `lookalike` has it), so prose may follow. None else."""
+    if _TOKEN.search(text, start, name_start) is None:
+        return None
+    found = _AFTER.match(text, position, min(len(text), position + LINE_REACH))
+    assert found is not None
+    ends = [token.end() for token in _TOKEN.finditer(text, position, found.end())]
+    return ends[-1] if ends else None
 
 
 def markup_lines_after(text: str, position: int, names: re.Pattern[str], fenced: bool, limit: int = 8) -> int:

@@ -217,11 +217,15 @@ def read_arrow_call(text: str, start: int, tools: ToolIndex) -> Read | None:
 
 _KIMI_BEGIN, _KIMI_ARGUMENT, _KIMI_END = "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>"
 _KIMI_ID = re.compile(r"\s*([^\s<>{}]{1,256})\s*")
+# An id that names no function (`functions:0` read as `functions`, `call_0`, `0`): only then is the tool found by
+# its schema.
+_NAMELESS_ID = re.compile(r"(?:functions?|tools?|call)?[._:-]?\d*")
 
 
 def read_kimi_call(text: str, start: int, tools: ToolIndex) -> Read | None:
     """A Kimi-K2 call the strict reader refused: arguments encoded as a JSON string, or an id that names no
-    function (`functions:0`, `call_0`), in which case the one declared tool whose schema accepts the arguments."""
+    function (`functions:0`, `call_0`), in which case the one declared tool whose schema accepts the arguments; an
+    id naming an undeclared tool (`functions.invalid.0`) is refused."""
     head = _KIMI_ID.match(text, start + len(_KIMI_BEGIN))
     if head is None or not text.startswith(_KIMI_ARGUMENT, head.end()):
         return None
@@ -240,6 +244,8 @@ def read_kimi_call(text: str, start: int, tools: ToolIndex) -> Read | None:
     if name in tools and not isinstance(arguments, str):
         return None  # the strict reader's own form: it refused it for a reason (a neighbour's broken JSON)
     if name not in tools:
+        if not _NAMELESS_ID.fullmatch(name):
+            return None  # the id names a tool, one not declared: never another tool in its place
         name = _only_tool_accepting(arguments, tools)
         rules.append("name_from_schema")
     return Read(position + len(_KIMI_END), name, arguments, tuple(rules)) if name else None
