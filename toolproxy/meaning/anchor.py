@@ -30,6 +30,7 @@ from toolproxy.dialects.pythonic_values import keywords
 from toolproxy.meaning.anchor_markup import (
     after_markup,
     closes,
+    fence_around,
     is_gap,
     is_markup,
     line_start,
@@ -47,6 +48,8 @@ _SPARSE = 64  # mentions refused by `_stands_alone` before the scan switches to 
 _GAP = 160  # how far after the name its JSON arguments may begin
 _PYTHON_REACH = 65536
 _NAME_CHARS = re.compile(r"[\w-]")
+_OBJECT_IN_PARENTHESES = re.compile(r"\([ \t\n]*\{")
+_CLOSE_PARENTHESIS = re.compile(r"[ \t\n]*\)")
 _ATTRIBUTE_END = re.compile(r"[\"']?[ \t]*/?>")  # the end of the tag whose attribute the name is
 _MARKED = re.compile(r"[<\[]")  # a tag, token or bracket before a name: not a bare line
 # Checks a call's name and raw arguments; the typed arguments, or None to leave the text as it is.
@@ -160,7 +163,11 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
         return None  # opened and never closed: cut short (max_tokens), or its markup goes on where we stopped
     markerless = is_markup(text, start, name.start()) and not _MARKED.search(text, start, name.start())
     fenced = text.find("```", name.end(), arguments_end) >= 0
-    return _Found(start, markup_lines_after(text, end, names, fenced), name.group(), arguments, rule, markerless)
+    end = markup_lines_after(text, end, names, fenced)
+    fence = fence_around(text, start, end, floor) if markerless else None
+    if fence is not None:
+        (start, end), markerless = fence, False  # a fence that holds the call alone is its markup
+    return _Found(start, end, name.group(), arguments, rule, markerless)
 
 
 def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
@@ -168,6 +175,11 @@ def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Patte
     where the call closes right after its name) and where they end."""
     position = name.end()
     if text.startswith("(", position):
+        inside = _OBJECT_IN_PARENTHESES.match(text, position)
+        if inside is not None:  # `name({"city": "Paris"})`, as Kimi K2.5 and pseudo-code write it
+            found = _json(text, inside.end() - 1)
+            closed = _CLOSE_PARENTHESIS.match(text, found[1]) if found is not None else None
+            return (found[0], closed.end(), found[2]) if found is not None and closed is not None else None
         python = _python(text, position + 1)
         loose = loose_object(text, position) if python is None else None
         return python or ((loose[0], loose[1], "anchored_loose_object") if loose is not None else None)

@@ -28,7 +28,7 @@ _TAG_WORD = r"\w{1,32}(?=[<\[]|[ \t][\w-]{1,32}=)"
 _INDEX = r":\d{1,4}"
 # Punctuation between a name and its arguments, and between pairs: closers of the tag before (`">`) included. Before
 # a name, a lone `>` or `)` is prose's (`>>> name`, a doctest), never a tag's end.
-_BETWEEN = r"[ \t\r\n\[\](){}\"'|,;>]"
+_BETWEEN = r"[ \t\r\n\[\](){}\"'|,;>:=]"
 _BEFORE = r"[ \t\r\[({\"'|,]"
 _ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_LABEL}|{_TAG_WORD}|{_INDEX}"  # longest first
 _OPEN_TAG = r"<[^<>\n`]{0,160}"  # a tag still open where the name begins: `<function=`, `<invoke name="`
@@ -56,6 +56,7 @@ _AFTER = re.compile(rf"(?:{TOKEN}|{_TAG}|{_BRACKETED}|```|/>|[ \t\r\])}}\"'>,;])
 # A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
 # that lost its `<` and `/`, `function>`).
 _MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>)[ \t\r]*+)++")
+_CLOSING_LINE = re.compile(r"[ \t]*(?:</|\[/|<\|/)")  # a line that closes (`[/read_file]`): no next call
 _FENCED_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>|```)[ \t\r]*+)++")
 LINE_REACH = 256  # how far along its line a name's neighbours are read
 
@@ -145,7 +146,9 @@ def markup_lines_after(text: str, position: int, names: re.Pattern[str], fenced:
     for _ in range(limit):
         line_end = text.find("\n", position, position + LINE_REACH)
         stop = len(text) if line_end < 0 and len(text) - position <= LINE_REACH else line_end
-        if stop < 0 or line.fullmatch(text, position, stop) is None or names.search(text, position, stop):
+        if stop < 0 or line.fullmatch(text, position, stop) is None:
+            break
+        if names.search(text, position, stop) and not _CLOSING_LINE.match(text, position, stop):
             break
         position = stop if stop == len(text) else stop + 1
     return position
@@ -165,6 +168,20 @@ def markup_lines_before(text: str, line_start: int, floor: int, limit: int = 8) 
             break
         line_start = start
     return line_start
+
+
+_FENCE_OPENER = re.compile(r"[ \t]*```[\w-]{0,16}[ \t]*\n\Z")
+_FENCE_CLOSER = re.compile(r"[ \t]*```[ \t]*(?:\n|\Z)")
+
+
+def fence_around(text: str, start: int, end: int, floor: int) -> tuple[int, int] | None:
+    """The start and end of a code fence that holds nothing but the lines `text[start:end]` (a bare call fenced
+    alone: the fence is its markup, as `extraction.absorb_fences` has it for every call), or None."""
+    opener = _FENCE_OPENER.search(text, max(floor, start - 24), start)
+    closer = _FENCE_CLOSER.match(text, end)
+    if opener is None or closer is None or (not text.endswith("\n", 0, end) and end != len(text)):
+        return None
+    return opener.start(), closer.end()
 
 
 def line_start(text: str, position: int, floor: int) -> int | None:
