@@ -15,9 +15,11 @@ import pytest
 from tests.conftest import make_body
 from tests.corpus import Case, judge, load_cases, streaming_disagreement
 from tests.sse_client import accumulate, read_stream
+from tests.test_messages_sdk import client_of
 from toolproxy.meaning.extraction import extract
 
 CASES = load_cases(Path(__file__).parent / "golden" / "anchored")
+TOOLS = {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
@@ -49,14 +51,31 @@ def test_through_the_proxy(case: Case, upstream, proxy) -> None:
     assert streamed["content"] == (case.expected["content"] or "")
 
 
+UNKNOWN_FORMAT = "Reading.\n<|start_tool|>read_file<|args|>path=src/app.py<|end_tool|>"
+
+
+def test_the_anthropic_sdk_gets_a_tool_use_block_whole_and_streamed(serve, settings, upstream) -> None:
+    """The Messages front over the same extraction: a spelling no dialect knows becomes a tool_use block."""
+    upstream.completion(UNKNOWN_FORMAT)
+    proxy = serve(settings)
+    tools = [{"name": "read_file", "description": "Read a file", "input_schema": TOOLS["read_file"]}]
+    ask = [{"role": "user", "content": "read src/app.py"}]
+    client = client_of(proxy.url)
+    whole = client.messages.create(model="m", max_tokens=256, tools=tools, messages=ask)
+    with client.messages.stream(model="m", max_tokens=256, tools=tools, messages=ask) as stream:
+        streamed = stream.get_final_message()
+    for message in (whole, streamed):
+        assert [block.text for block in message.content if block.type == "text"] == ["Reading."]
+        assert [(b.name, b.input) for b in message.content if b.type == "tool_use"] == [
+            ("read_file", {"path": "src/app.py"})]
+        assert message.stop_reason == "tool_use"
+
+
 def test_the_rule_that_fired_is_recorded() -> None:
     case = next(case for case in CASES if case.name == "pairs_between_new_tokens")
     extraction = extract(case.text, case.tools)
     assert [call.dialect for call in extraction.calls] == ["recovered"]
     assert "recovered:anchored_pairs" in extraction.issues
-
-
-TOOLS = {"read_file": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}
 
 
 @pytest.mark.timeout(120)  # a deadline, not a speed claim: a super-linear scan would not finish; bench/ measures speed

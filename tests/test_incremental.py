@@ -104,6 +104,17 @@ def test_a_call_only_recovery_mends_goes_out_as_text_with_an_issue():
     assert any(issue.startswith(UNRECOVERED) and "recovered:" in issue for issue in issues), issues
 
 
+def test_a_call_only_the_name_anchored_fallback_reads_goes_out_as_text_with_an_issue():
+    """A spelling no dialect knows: buffered reads it by the tool's name (meaning/anchor.py); a live stream has sent
+    it as text, nothing lost, and its record names the rule buffered would have used."""
+    text = "Reading it.\n<|start_tool|>read<|args|>path=a.py<|end_tool|>"
+    request = ToolRequest(TOOLS)
+    assert buffered(text, request)[1] == [("read", {"path": "a.py"})]
+    (content, calls, _), issues = live_reply(list(text), request)
+    assert calls == [] and content == text
+    assert any(issue.startswith(UNRECOVERED) and "recovered:anchored_pairs" in issue for issue in issues), issues
+
+
 @pytest.mark.parametrize("text", [
     "<|open|>response<|sep|>Hello there.<|close|>response<|sep|><|close|>message<|sep|>",
     "Hello there.<|close|>response<|sep|><|close|>message<|sep|>",  # the channel's opener was in the prompt
