@@ -129,18 +129,31 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
 
 def _bare_calls_last(segments: list[Segment], bare: list[bool]) -> list[Segment]:
     """Bare calls (a name at the start of a line with no markup around it) only where nothing but calls and
-    markup follows them: `web_search {...}` then `That is the whole request.` is an example shown in prose. Read
-    from the end, so a bare call demoted to text demotes the bare calls before it."""
+    markup follows them (`web_search {...}` then `That is the whole request.` is an example shown in prose), where
+    the answer holds one (`read_file: {...}` line after line lists tools), and where the values are not all
+    JSON Schema's type names (`{"path": "string"}` describes a tool). Read from the end, so a bare call demoted to
+    text demotes the bare calls before it."""
+    several = sum(bare) > 1
     out: list[Segment] = []
     calls = iter(reversed(bare))
     clean = True  # nothing but calls and markup after this point
     for segment in reversed(segments):
         if isinstance(segment, Text):
             clean = clean and is_markup(segment.text, 0, len(segment.text))
-        elif next(calls) and not clean:
+        elif next(calls) and (several or not clean or _describes(segment.arguments)):
             segment = Text(segment.source)
         out.append(segment)
     return merge_text(reversed(out))
+
+
+_TYPE_NAMES = frozenset({"string", "str", "integer", "int", "number", "float", "boolean", "bool", "object",
+                         "array", "list", "dict", "null", "any"})
+
+
+def _describes(arguments: Any) -> bool:
+    """Whether every value names a type (`{"path": "string", "limit": "integer"}`): a signature, not a call."""
+    values = list(arguments.values()) if isinstance(arguments, dict) else []
+    return bool(values) and all(isinstance(value, str) and value.strip().lower() in _TYPE_NAMES for value in values)
 
 
 def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: re.Pattern[str]) -> _Found | None:
@@ -166,7 +179,8 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
     end = markup_lines_after(text, end, names, fenced)
     fence = fence_around(text, start, end, floor) if markerless else None
     if fence is not None:
-        (start, end), markerless = fence, False  # a fence that holds the call alone is its markup
+        start, end = fence  # a fence that holds the call alone is its markup (still a bare call: prose after it
+        # makes it an example)
     return _Found(start, end, name.group(), arguments, rule, markerless)
 
 

@@ -21,7 +21,8 @@ _TOKEN = re.compile(TOKEN)
 _TAG = r"<[^<>\n`]{1,160}>"  # `<tool_call>`, `</function>`, `<｜DSML｜invoke name="x">`, `<|im_end|>`
 _BRACKETED = r"\[[^\[\]\n`]{1,64}\]"  # `[TOOL_CALLS]`, `[ARGS]`, `[/read_file]`
 # A label of one or two words: `name="`, `"tool": "`, `call:`, `Action: `, `Action Input: `, `args=`.
-_LABEL = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?[\"']?[ \t]?[=:][ \t]?[\"']?"
+# `=` is written without spaces around it (`key = value` is code: `result = read_file(...)`).
+_LABEL = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?[\"']?(?:[ \t]?:[ \t]?|=)[\"']?"
 # A word that names the markup it stands in: before a tag or token (`<|constrain|>json<|message|>`), before an
 # attribute (`<|open|>argument key="`), or an index after a name (`functions.read:0`).
 _TAG_WORD = r"\w{1,32}(?=[<\[]|[ \t][\w-]{1,32}=)"
