@@ -30,7 +30,8 @@ Calls = list[tuple[str, object]]
 
 
 def calls_of(case: Case, dialects: list[str] | tuple[str, ...] = ()) -> tuple[Calls, object, set[str]]:
-    extraction = extract(case.text, case.tools, dialects, reasoning_field=case.reasoning_field)
+    # Automatic detection without some dialects, not a pinned format: the fallback reads as it does by default.
+    extraction = extract(case.text, case.tools, dialects, reasoning_field=case.reasoning_field, anchored=True)
     calls = [(call.name, call.arguments) for call in extraction.calls]
     return calls, extraction.content(), {call.dialect for call in extraction.calls}
 

@@ -30,6 +30,23 @@ def test_read_one_shot_and_streamed(case: Case) -> None:
     assert judged.false == 0
 
 
+@pytest.mark.parametrize("case", [case for case in CASES if "pinned" in case.expected], ids=lambda case: case.name)
+def test_a_pinned_format_keeps_its_dialects_reading(case: Case) -> None:
+    """With the model's format pinned (configured, or derived from its chat template) the fallback is off: the
+    pinned dialect's reading stands, and a spelling it does not write is not a call."""
+    pinned = case.expected["pinned"]
+    extraction = extract(case.text, case.tools, (pinned["dialect"],))
+    assert extraction.content() == pinned["content"]
+    assert [(call.name, call.arguments) for call in extraction.calls] == [
+        (call["name"], call["arguments"]) for call in pinned["tool_calls"]]
+
+
+def test_a_pinned_format_reads_no_other_spelling() -> None:
+    case = next(case for case in CASES if case.name == "unknown_tokens_name_then_json")
+    assert extract(case.text, case.tools, ("hermes",)).calls == []
+    assert extract(case.text, case.tools).calls != []
+
+
 def test_the_cases_hold_both_calls_and_text() -> None:
     """The set checks both sides of the rule: forms that are read, and lookalikes that must stay text."""
     assert sum(bool(case.expected["tool_calls"]) for case in CASES) >= 6

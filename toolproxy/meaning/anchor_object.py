@@ -64,13 +64,17 @@ class _Reader:
 
     def _members(self, depth: int) -> str:
         closer = self._open(depth)
-        members = []
+        members: list[str] = []
+        seen: set[str] = set()
         while not self._close(closer):
             key = _KEY.match(self.text, self.position, self.stop)
             if key is None:
                 raise _Refused
             name = key.group().rstrip(" \t:=")
             name = json.loads(name) if name[0] == '"' else name.strip("'")
+            if name in seen:
+                raise _Refused  # a key twice: which value is meant?
+            seen.add(name)
             bare = key.group().rstrip(" \t").endswith(":")
             members.append(json.dumps(name) + ":" + self.value(key.end(), depth + 1, bare=bare))
             self._separator(closer)

@@ -76,11 +76,13 @@ def scanner(tools: ToolIndex, dialects: Sequence[str] = ()) -> ChainScanner:
 
 
 def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: Policy = Policy(),
-            reasoning_field: str | None = None) -> Extraction:
-    """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy."""
+            reasoning_field: str | None = None, anchored: bool | None = None) -> Extraction:
+    """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy.
+    `anchored`: whether formats no dialect knows are read (`settle`); by default only without pinned dialects."""
+    anchored = not dialects if anchored is None else anchored
     parts = reasoning.split(text)
     thought = "\n\n".join(piece for piece in (reasoning_field or "", parts.reasoning) if piece.strip())
-    scanned, recovered = _scan(parts.answer, tools, dialects)
+    scanned, recovered = _scan(parts.answer, tools, dialects, anchored)
     answer = demote_quoted(scanned)
     extraction = accept(answer.segments, tools, policy)
     extraction.issues[:0] = recovered
@@ -88,7 +90,7 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
     # A call only in reasoning, with no answer after it, is the model's call; one followed by an answer was
     # considered and left (the answer is what the model chose to say).
     if not extraction.calls and thought and not parts.answer.strip():
-        scanned, recovered = _scan(thought, tools, dialects)
+        scanned, recovered = _scan(thought, tools, dialects, anchored)
         rescued = accept(demote_quoted(scanned).segments, tools, policy)
         rescued.issues[:0] = recovered
         if rescued.calls:
@@ -124,21 +126,22 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
             extraction.attempts.append(("unknown", "invalid_json", False))
 
 
-def _scan(text: str, tools: ToolIndex, dialects: Sequence[str]) -> tuple[list[Segment], list[str]]:
+def _scan(text: str, tools: ToolIndex, dialects: Sequence[str], anchored: bool) -> tuple[list[Segment], list[str]]:
     # The whole text is known: only the dialects whose markers it holds are scanned (chain.scan_whole).
-    return settle(scan_whole([DIALECTS[name] for name in dialects or AUTO_ORDER], text, tools), tools)
+    return settle(scan_whole([DIALECTS[name] for name in dialects or AUTO_ORDER], text, tools), tools, anchored)
 
 
 def scan_text(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
     """The segments of `text`, recovery included (its issues are dropped: `extract` keeps them)."""
-    return _scan(text, tools, dialects)[0]
+    return _scan(text, tools, dialects, not dialects)[0]
 
 
-def settle(segments: list[Segment], tools: ToolIndex) -> tuple[list[Segment], list[str]]:
+def settle(segments: list[Segment], tools: ToolIndex, anchored: bool = True) -> tuple[list[Segment], list[str]]:
     """The scanners' segments made final: fenced calls take their fence, then schema-anchored recovery reads
     what the strict dialects left as text, and special tokens beside a call go with it. Works on merged segments,
-    so streaming and one-shot agree."""
-    segments, issues = recover(absorb_fences(merge_text(segments)), tools)
+    so streaming and one-shot agree. `anchored`: formats no dialect knows are read too (recovery.recover), which
+    automatic detection wants and a pinned format (a model's configured or derived dialects) does not."""
+    segments, issues = recover(absorb_fences(merge_text(segments)), tools, anchored)
     return absorb_fences(absorb_tokens(segments, issues)), issues
 
 

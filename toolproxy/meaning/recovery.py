@@ -42,8 +42,10 @@ _ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input")
 _IGNORED_KEYS = frozenset({"type", "id", "jsonrpc"})
 
 
-def recover(segments: list[Segment], tools: ToolIndex) -> tuple[list[Segment], list[str]]:
-    """Calls recovered from the text segments, then the wrappers around every call absorbed into it."""
+def recover(segments: list[Segment], tools: ToolIndex, anchored: bool = True) -> tuple[list[Segment], list[str]]:
+    """Calls recovered from the text segments, then the wrappers around every call absorbed into it. `anchored`:
+    last, calls in a form no dialect knows (`anchor.py`); off where the model's format is pinned, since a pinned
+    format says which spellings are calls (Python syntax in a Qwen3-Coder model's prose is not one)."""
     issues: list[str] = []
     if not tools:
         return segments, issues
@@ -51,7 +53,7 @@ def recover(segments: list[Segment], tools: ToolIndex) -> tuple[list[Segment], l
     for segment in segments:
         if isinstance(segment, Text) and (any(name in segment.text for name in tools) or _KIMI in segment.text):
             for piece in _recover_text(segment.text, tools, issues):
-                out.extend(_anchored(piece, tools, issues) if isinstance(piece, Text) else [piece])
+                out.extend(_anchored(piece, tools, issues) if anchored and isinstance(piece, Text) else [piece])
         else:
             out.append(segment)
     return _absorb_wrappers(merge_text(out), issues), issues

@@ -278,7 +278,7 @@ class LiveChoice:
     def _note_unrecovered(self) -> None:
         """Schema-anchored recovery reads the whole answer, and here its text has already gone out as text: say
         what buffered would have mended, so the dashboard shows why this model wants `stream_strategy: buffered`."""
-        segments, rules = recover([Text("".join(self._texts))], self._request.tools)
+        segments, rules = recover([Text("".join(self._texts))], self._request.tools, not self._request.dialects)
         if any(isinstance(segment, Call) for segment in segments):
             named = ", ".join(dict.fromkeys(rule for rule in rules if rule.startswith("recovered:")))
             self.extraction.issues.append(f"{UNRECOVERED}: {named}")
