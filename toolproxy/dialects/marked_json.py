@@ -74,7 +74,12 @@ class MarkedJsonScanner:
         return out
 
     def finish(self) -> list[Segment]:
-        """An unfinished block is text: a call cut off by max_tokens must not become a half call."""
+        """An unfinished block is text: a call cut off by max_tokens must not become a half call. A block whose
+        values all ended, where the reply ends before the closer (Apertus stops at its last `]`), is whole."""
+        if self._in_block and self._span is None and self._value_ends and not self._pending.strip():
+            self._block.append(self._pending)
+            self._pending = ""
+            return self._close_block()
         out: list[Segment] = [Text("".join(self._block) + self._pending)]
         self._reset_block()
         self._pending = ""

@@ -86,6 +86,9 @@ DIALECTS: dict[str, Dialect] = {
     "functionary_v31": FunctionaryV31Dialect(),
     "glm": GlmXmlDialect(),
     "olmo3": WrappedCallsDialect("olmo3", "<function_calls>", "</function_calls>", lines=True),
+    # dots.llm's wrapper around Cline's invokes; before invoke_xml, which would take the bare invoke inside and
+    # leave the wrapper.
+    "dots": InvokeXmlDialect("dots", ("dots_function_call",), bare=False, layout=False),
     "invoke_xml": InvokeXmlDialect("invoke_xml", ("function_calls",), bare=True),
     "nemotron": MarkedJsonDialect("nemotron", "<TOOLCALL>", "</TOOLCALL>"),
     "nemotron_mini": MarkedJsonDialect("nemotron_mini", "<toolcall>", "</toolcall>"),
