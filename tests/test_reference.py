@@ -17,6 +17,7 @@ ratchet (right one-shot and streamed may only go up, false calls stay at zero).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,15 +29,29 @@ from tests.corpus import Case, judge, load_cases, one_shot, streaming_disagreeme
 REFERENCE = Path(__file__).parent / "golden" / "reference"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 254
-MIN_STREAMING_PASSED = 254
+MIN_ONE_SHOT_PASSED = 313
+MIN_STREAMING_PASSED = 313
 MAX_FALSE_CALLS = 0
 
 EOS = ("`</s>` is no special-token shape (tokens.py knows `<|...|>`, `<｜...｜>`, `]<]...[>[`), so with prose glued "
        "before the marker and `</s>` after it the call reads as quoted on its line and stays text")
+WRAPPED = ("all the arguments as one object in a parameter named `arguments` or `input`, which the schema does not "
+           "declare: the reference unwraps it when the inner keys fit the schema; the proxy passes the wrapper on")
+HY_V3 = ("Hy3's `<tool_calls><tool_call>NAME<tool_sep>...</tool_call></tool_calls>` is GLM's grammar with a wrapper "
+         "and `<tool_sep>` after the name; the GLM dialect knows neither, and with no argument the name-anchored "
+         "fallback has no markup to anchor to (with arguments it reads them)")
 XFAIL_ONE_SHOT: dict[str, str] = {
     "vllm/gigachat3_mixed_content_with_eos_gigachat3": EOS,
     "vllm/gigachat3_mixed_content_with_eos_gigachat31": EOS,
+    "vllm/deepseekv32_arguments_wrapper": WRAPPED,
+    "vllm/deepseekv32_input_wrapper": WRAPPED,
+    "vllm/deepseekv4_arguments_wrapper": WRAPPED,
+    "vllm/deepseekv4_missing_wrapper_recovered": (
+        "the invokes are read without their opening `<｜DSML｜tool_calls>`, but its closer after them has no block "
+        "to close and stays as content"),
+    "vllm/hy_v3_zero_arg_inline": HY_V3,
+    "vllm/hy_v3_zero_arg_newline": HY_V3,
+    "vllm/hy_v3_content_before": HY_V3,
     "sglang/llama32_invalid_then_valid_missing_required": (
         "an object left open swallows the call after it; the reference starts over at the inner `{`"),
 }
@@ -99,7 +114,8 @@ def test_every_case_is_well_formed() -> None:
         assert fields <= set(expected), case.name
         repository, _, rest = expected["source"].partition(":")
         assert repository.count("/") == 1 and "@" in rest, case.name
-        assert len(rest.rpartition("@")[2]) == 40, case.name
+        # A commit, or a release tag where the test was read from that release's source package.
+        assert re.fullmatch(r"[0-9a-f]{40}|v\d+\.\d+\.\d+", rest.rpartition("@")[2]), case.name
         declared = set(case.tools)
         assert all(call["name"] in declared for call in expected["tool_calls"]), case.name
         assert "differs" not in expected or expected["differs"].strip(), case.name
