@@ -236,7 +236,7 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
     if not declared:
         extraction.issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} passed on (unknown_tools)")
         return Call(call.name, arguments, call.source, call.dialect)
-    arguments = schema.coerce(arguments, tools[call.name])
+    arguments = schema.coerce(_unwrapped(arguments, tools[call.name], call, extraction), tools[call.name])
     problems = _problems(arguments, tools[call.name])
     if problems:
         verdict = "kept as text" if policy.invalid_arguments == "text" else "passed on"
@@ -245,6 +245,31 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
         if policy.invalid_arguments == "text":
             return Text(call.source)
     return Call(call.name, arguments, call.source, call.dialect)
+
+
+# Keys models wrap all the arguments in when the schema has no such property (DeepSeek V3.2 and V4 write
+# `<parameter name="arguments" string="false">{...}</parameter>`).
+_WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"})
+
+
+def _unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, extraction: Extraction) -> dict[str, Any]:
+    """All the arguments as one object under a wrapper key the schema does not declare, when the object's own
+    keys are the schema's: the object (vLLM's DSML parsers do the same)."""
+    properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
+    if len(arguments) != 1 or not isinstance(properties, dict):
+        return arguments
+    (key, inner), = arguments.items()
+    if isinstance(inner, str) and inner.lstrip().startswith("{"):
+        try:
+            inner = json.loads(inner)  # the object written as a string (`string="true"`)
+        except (ValueError, RecursionError):
+            return arguments
+    if key not in _WRAPPER_KEYS or key in properties or not isinstance(inner, dict) or not inner:
+        return arguments
+    if any(name not in properties for name in inner):
+        return arguments
+    extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} wrapped in {key!r}; unwrapped")
+    return inner
 
 
 def _problems(arguments: dict[str, Any], tool_schema: Any) -> list[str]:
