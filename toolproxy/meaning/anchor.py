@@ -50,6 +50,7 @@ _PYTHON_REACH = 65536
 _NAME_CHARS = re.compile(r"[\w-]")
 _OBJECT_IN_PARENTHESES = re.compile(r"\([ \t\n]*\{")
 _CLOSE_PARENTHESIS = re.compile(r"[ \t\n]*\)")
+_CALL_WORD = re.compile(r"(?i)tool|call|function|invoke|action")  # markup that says a call follows
 _ATTRIBUTE_END = re.compile(r"[\"']?[ \t]*/?>")  # the end of the tag whose attribute the name is
 _MARKED = re.compile(r"[<\[]")  # a tag, token or bracket before a name: not a bare line
 # Checks a call's name and raw arguments; the typed arguments, or None to leave the text as it is.
@@ -161,7 +162,7 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
     start = None if line is None else markup_start(text, line, name.start())
     if start is None or names.search(text, start, name.start()):
         return None  # prose right before the name, or another tool's name in its markup (which one is meant?)
-    read = _arguments(text, name, tools[name.group()], names)
+    read = _arguments(text, name, tools[name.group()], names) or _no_arguments(text, name, start)
     if read is None:
         return None
     arguments, arguments_end, rule = read
@@ -206,17 +207,21 @@ def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Patte
     pairs = read_pairs(text, position, frozenset(properties), names)
     if pairs is not None:
         return pairs.values, pairs.end, "anchored_pairs"
-    return _no_arguments(text, name)
+    return None
 
 
-def _no_arguments(text: str, name: re.Match[str]) -> tuple[Any, int, str] | None:
-    """A name given as an attribute's value and the call closed right after it (`<invoke name="refresh"></invoke>`):
-    no arguments, which the schema then allows or not."""
+def _no_arguments(text: str, name: re.Match[str], start: int) -> tuple[Any, int, str] | None:
+    """A call with no arguments, closed right after its name: the name as an attribute's value (`<invoke
+    name="refresh"></invoke>`), or after markup that says it is a call (`<tool_call>get_date<tool_sep></tool_call>`).
+    The schema then allows no arguments or not."""
     before = text[max(0, name.start() - 2) : name.start()]
-    if not (before.endswith("=") or before in ('="', "='")):
-        return None
-    after = _ATTRIBUTE_END.match(text, name.end())
-    return ({}, after.end(), "anchored_no_arguments") if after and closes(text, after.end()) else None
+    if before.endswith("=") or before in ('="', "='"):
+        after = _ATTRIBUTE_END.match(text, name.end())
+        end = after.end() if after else None
+    else:
+        bare_name = text[name.start() - 1 : name.start()] not in ("'", '"')  # not a string of a JSON object
+        end = name.end() if bare_name and _CALL_WORD.search(text, start, name.start()) else None
+    return ({}, end, "anchored_no_arguments") if end is not None and closes(text, end) else None
 
 
 def _json(text: str, brace: int) -> tuple[Any, int, str] | None:
