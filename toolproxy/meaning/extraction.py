@@ -9,7 +9,6 @@ text goes through schema-anchored recovery (`recovery.py`) last.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from toolproxy.dialects.chain import ChainScanner, scan_whole
 from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
-from toolproxy.meaning.json_repair import repair_arguments
+from toolproxy.meaning.arguments import arguments_object, unwrapped
 from toolproxy.meaning.lookalike import demote_quoted, is_attempted
 from toolproxy.meaning.recovery import recover
 from toolproxy.meaning.recovery_tokens import absorb_tokens
@@ -229,14 +228,14 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
     if not declared and policy.unknown_tools != "pass":
         extraction.fail(f"{call.dialect}: call to undeclared tool {call.name!r} kept as text")
         return Text(call.source)
-    arguments = _arguments_object(call, extraction)
+    arguments = arguments_object(call, extraction.issues)
     if arguments is None:
         extraction.fail(f"{call.dialect}: arguments of {call.name!r} are not a JSON object; kept as text")
         return Text(call.source)
     if not declared:
         extraction.issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} passed on (unknown_tools)")
         return Call(call.name, arguments, call.source, call.dialect)
-    arguments = schema.coerce(_unwrapped(arguments, tools[call.name], call, extraction), tools[call.name])
+    arguments = schema.coerce(unwrapped(arguments, tools[call.name], call, extraction.issues), tools[call.name])
     problems = _problems(arguments, tools[call.name])
     if problems:
         verdict = "kept as text" if policy.invalid_arguments == "text" else "passed on"
@@ -247,69 +246,8 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
     return Call(call.name, arguments, call.source, call.dialect)
 
 
-# Keys models wrap all the arguments in when the schema has no such property (DeepSeek V3.2 and V4 write
-# `<parameter name="arguments" string="false">{...}</parameter>`).
-_WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"})
-
-
-def _unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, extraction: Extraction) -> dict[str, Any]:
-    """All the arguments as one object under a wrapper key the schema does not declare, when the object's own
-    keys are the schema's: the object (vLLM's DSML parsers do the same)."""
-    properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
-    if len(arguments) != 1 or not isinstance(properties, dict):
-        return arguments
-    (key, inner), = arguments.items()
-    if isinstance(inner, str) and inner.lstrip().startswith("{"):
-        try:
-            inner = json.loads(inner)  # the object written as a string (`string="true"`)
-        except (ValueError, RecursionError):
-            return arguments
-    if key not in _WRAPPER_KEYS or key in properties or not isinstance(inner, dict) or not inner:
-        return arguments
-    if any(name not in properties for name in inner):
-        return arguments
-    extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} wrapped in {key!r}; unwrapped")
-    return inner
-
-
 def _problems(arguments: dict[str, Any], tool_schema: Any) -> list[str]:
     try:
         return schema.validate(arguments, tool_schema)
     except schema.SchemaProblem as problem:
         return [f"the tool's schema is unusable: {problem}"]
-
-
-def _arguments_object(call: Call, extraction: Extraction) -> dict[str, Any] | None:
-    """The arguments as a JSON object. Text that is almost JSON (a trailing comma, a dropped final brace, single
-    quotes) is repaired when the repair is unambiguous, and the repair is recorded."""
-    arguments = call.arguments
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        if not arguments.strip():
-            return {}
-        try:
-            arguments = _decode_twice(json.loads(arguments), call, extraction)
-        except (ValueError, RecursionError):
-            repaired = repair_arguments(arguments)
-            if repaired.value is None:
-                return None
-            fixes = ", ".join(repaired.fixes)
-            extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} repaired ({fixes})")
-            return repaired.value
-    return arguments if isinstance(arguments, dict) else None
-
-
-def _decode_twice(value: Any, call: Call, extraction: Extraction) -> Any:
-    """Arguments encoded twice (a JSON string holding the JSON object, sent by some servers' native parsers)
-    are decoded once more when that gives an object."""
-    if not isinstance(value, str):
-        return value
-    try:
-        inner = json.loads(value)
-    except (ValueError, RecursionError):
-        return value
-    if isinstance(inner, dict):
-        extraction.issues.append(f"{call.dialect}: arguments of {call.name!r} were encoded twice; decoded")
-        return inner
-    return value

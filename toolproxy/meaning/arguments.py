@@ -1,0 +1,72 @@
+"""A call's arguments as the JSON object its tool takes: decoded from the text a dialect found, repaired where
+the damage is unambiguous, decoded once more where a server encoded them twice, and unwrapped where a model put them
+all under one key the schema does not declare. Each mend is recorded as an issue.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from toolproxy.dialects.base import Call
+from toolproxy.meaning.json_repair import repair_arguments
+
+# Keys models wrap all the arguments in when the schema has no such property (DeepSeek V3.2 and V4 write
+# `<parameter name="arguments" string="false">{...}</parameter>`).
+_WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"})
+
+
+def unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, issues: list[str]) -> dict[str, Any]:
+    """All the arguments as one object under a wrapper key the schema does not declare, when the object's own
+    keys are the schema's: the object (vLLM's DSML parsers do the same)."""
+    properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
+    if len(arguments) != 1 or not isinstance(properties, dict):
+        return arguments
+    (key, inner), = arguments.items()
+    if isinstance(inner, str) and inner.lstrip().startswith("{"):
+        try:
+            inner = json.loads(inner)  # the object written as a string (`string="true"`)
+        except (ValueError, RecursionError):
+            return arguments
+    if key not in _WRAPPER_KEYS or key in properties or not isinstance(inner, dict) or not inner:
+        return arguments
+    if any(name not in properties for name in inner):
+        return arguments
+    issues.append(f"{call.dialect}: arguments of {call.name!r} wrapped in {key!r}; unwrapped")
+    return inner
+
+
+def arguments_object(call: Call, issues: list[str]) -> dict[str, Any] | None:
+    """The arguments as a JSON object. Text that is almost JSON (a trailing comma, a dropped final brace, single
+    quotes) is repaired when the repair is unambiguous, and the repair is recorded."""
+    arguments = call.arguments
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            arguments = _decode_twice(json.loads(arguments), call, issues)
+        except (ValueError, RecursionError):
+            repaired = repair_arguments(arguments)
+            if repaired.value is None:
+                return None
+            fixes = ", ".join(repaired.fixes)
+            issues.append(f"{call.dialect}: arguments of {call.name!r} repaired ({fixes})")
+            return repaired.value
+    return arguments if isinstance(arguments, dict) else None
+
+
+def _decode_twice(value: Any, call: Call, issues: list[str]) -> Any:
+    """Arguments encoded twice (a JSON string holding the JSON object, sent by some servers' native parsers)
+    are decoded once more when that gives an object."""
+    if not isinstance(value, str):
+        return value
+    try:
+        inner = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    if isinstance(inner, dict):
+        issues.append(f"{call.dialect}: arguments of {call.name!r} were encoded twice; decoded")
+        return inner
+    return value
