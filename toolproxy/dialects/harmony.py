@@ -125,10 +125,25 @@ def _header(cursor: Cursor, opener: str, tools: ToolIndex) -> Read[str | None]:
     if header.count(CHANNEL) > (opener == START):  # one channel per header: the later one opens its own
         return None
     recipient = _RECIPIENT.search(header)
-    if recipient is None or not (recipient.group(1) or recipient.group(2) in tools):
+    if recipient is None:
+        return None
+    name = _spaced_name(header, recipient, tools)
+    if not (recipient.group(1) or name in tools):
         return None
     yield from space(cursor)
-    return recipient.group(2)
+    return name
+
+
+def _spaced_name(header: str, recipient: re.Match[str], tools: ToolIndex) -> str:
+    """The recipient's name, or the longest declared name with spaces it begins (`to=functions.Web Search`, an
+    LM Studio tool): a name ends at white space only where no declared one goes on."""
+    name = recipient.group(2)
+    if name in tools:
+        return name
+    rest = header[recipient.start(2) :]
+    spaced = [tool for tool in tools if " " in tool and rest.startswith(tool) and rest[len(tool) : len(tool) + 1]
+              in ("", " ", "<")]
+    return max(spaced, key=len) if spaced else name
 
 
 def _stripped_header(cursor: Cursor) -> Read[str | None]:
