@@ -50,6 +50,10 @@ _PYTHON_REACH = 65536
 _NAME_CHARS = re.compile(r"[\w-]")
 _OBJECT_IN_PARENTHESES = re.compile(r"\([ \t\n]*\{")
 _CLOSE_PARENTHESIS = re.compile(r"[ \t\n]*\)")
+# Arguments whose own end does not show they are whole: pairs (another may have followed) and none at all. An
+# object or an argument list closes itself, so a call of one that ends the answer is whole even where its wrapper's
+# closer is missing (LM Studio drops gpt-oss's `<|call|>`); one followed by more than markup is not.
+_OPEN_ENDED = frozenset({"anchored_pairs", "anchored_no_arguments"})
 _CALL_WORD = re.compile(r"(?i)tool|call|function|invoke|action")  # markup that says a call follows
 _ATTRIBUTE_END = re.compile(r"[\"']?[ \t]*/?>")  # the end of the tag whose attribute the name is
 _MARKED = re.compile(r"[<\[]")  # a tag, token or bracket before a name: not a bare line
@@ -76,6 +80,11 @@ def _names(tools: frozenset[str]) -> re.Pattern[str]:
     return re.compile(_alternatives(tools))
 
 
+def anchored_names(tools: ToolIndex) -> re.Pattern[str]:
+    """One pattern for every declared name (what marks the next call's opener, where markup lines are taken)."""
+    return _names(frozenset(name for name in tools if name))
+
+
 @lru_cache(maxsize=256)
 def _candidates(tools: frozenset[str]) -> re.Pattern[str]:
     """`_stands_alone` as a pattern, for a text dense with mentions: scanning every position costs more than a
@@ -99,7 +108,7 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
 def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> list[Segment]:
     """`text` as text and the calls found in it by their declared names."""
     declared = frozenset(name for name in tools if name)
-    names, candidates = _names(declared), _candidates(declared)
+    names, candidates = anchored_names(tools), _candidates(declared)
     out: list[Segment] = []
     bare: list[bool] = []  # for each call found, whether it is bare (`_Found.markerless`)
     kept = position = tried = 0
@@ -173,7 +182,8 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
         return None
     if start == line:
         start = floor if floor and is_markup(text, floor, start) else markup_lines_before(text, start, floor)
-    if opens(text, start, name.start()) and not closes(text, arguments_end):
+    if opens(text, start, name.start()) and not closes(text, arguments_end) and (
+            rule in _OPEN_ENDED or not is_markup(text, arguments_end, len(text))):
         return None  # opened and never closed: cut short (max_tokens), or its markup goes on where we stopped
     markerless = is_markup(text, start, name.start()) and not _MARKED.search(text, start, name.start())
     fenced = text.find("```", name.end(), arguments_end) >= 0

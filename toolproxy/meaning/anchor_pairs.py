@@ -79,18 +79,18 @@ def read_pairs(text: str, start: int, keys: frozenset[str], calls: re.Pattern[st
 def _value(text: str, key: re.Match[str], head: str, keys: re.Pattern[str]) -> tuple[str, int] | None:
     block = _BLOCK_AFTER_KEY.match(text, key.end())
     if block is not None:
-        words = {key.group(), *_WORD.findall(head[-64:]), *_VALUE_WORDS}
+        words = (key.group(), *_WORD.findall(head[-64:]), *_VALUE_WORDS)
         return _block_value(text, block.end(), words)
     inline = _INLINE_AFTER_KEY.match(text, key.end())
     return _inline_value(text, inline.end(), keys) if inline is not None else None
 
 
-def _block_value(text: str, start: int, words: set[str]) -> tuple[str, int] | None:
+def _block_value(text: str, start: int, words: tuple[str, ...]) -> tuple[str, int] | None:
     """The value up to its closer, without layout (`trim_value`), and where the closer ends."""
     closers = _CLOSER.finditer(text, start, min(len(text), start + _VALUE_REACH))
     for _, closer in zip(range(_CLOSERS_LOOKED_AT), closers, strict=False):
         word = closer.group(1) or closer.group(2) or closer.group(3)
-        if word is None or word in words:
+        if word is None or word.endswith(words):  # `</longcat_arg_value>` is an `arg_value`
             return trim_value(text[start : closer.start()]), closer.end()
     return None  # no closer: cut short, or not a value
 

@@ -20,7 +20,8 @@ from typing import Any
 from toolproxy.dialects import registry
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.meaning import schema
-from toolproxy.meaning.anchor import anchored_calls
+from toolproxy.meaning.anchor import anchored_calls, anchored_names
+from toolproxy.meaning.anchor_markup import after_markup, markup_lines_after, markup_lines_before
 from toolproxy.meaning.json_repair import RepairResult, repair_arguments
 from toolproxy.meaning.recovery_xml import Read, read_arrow_call, read_kimi_call, read_xml_call
 
@@ -56,7 +57,7 @@ def recover(segments: list[Segment], tools: ToolIndex, anchored: bool = True) ->
                 out.extend(_anchored(piece, tools, issues) if anchored and isinstance(piece, Text) else [piece])
         else:
             out.append(segment)
-    return _absorb_wrappers(merge_text(out), issues), issues
+    return _absorb_markup_lines(_absorb_wrappers(merge_text(out), issues), tools), issues
 
 
 def _recover_text(text: str, tools: ToolIndex, issues: list[str]) -> list[Segment]:
@@ -229,6 +230,30 @@ def _checked(name: str, arguments: Any, tools: ToolIndex, issues: list[str], rul
         return None
     issues.extend(f"recovered:{rule}" for rule in dict.fromkeys(rules or ["lenient_reader"]))
     return typed
+
+
+def _absorb_markup_lines(segments: list[Segment], tools: ToolIndex) -> list[Segment]:
+    """Lines of nothing but tags and tokens right before and after a recovered call are its wrapper, whichever
+    words it uses: they go into its source, as the name-anchored fallback's do. (Only recovered calls: a live
+    stream has sent the lines before a dialect's call already, and must end as buffered does.)"""
+    out = list(segments)
+    names = anchored_names(tools)
+    for index, segment in enumerate(out):
+        if not isinstance(segment, Call) or segment.dialect != DIALECT or not segment.source:
+            continue
+        prefix = suffix = ""
+        before = out[index - 1] if index else None
+        if isinstance(before, Text):
+            start = markup_lines_before(before.text, len(before.text), 0)
+            prefix, out[index - 1] = before.text[start:], Text(before.text[:start])
+        after = out[index + 1] if index + 1 < len(out) else None
+        line_end = after_markup(after.text, 0, names) if isinstance(after, Text) else None
+        if isinstance(after, Text) and line_end is not None and after.text[line_end - 1 : line_end] in ("\n", ""):
+            end = markup_lines_after(after.text, line_end, names, fenced=False)
+            suffix, out[index + 1] = after.text[:end], Text(after.text[end:])
+        if prefix or suffix:
+            out[index] = Call(segment.name, segment.arguments, prefix + segment.source + suffix, segment.dialect)
+    return merge_text(out)
 
 
 def _absorb_wrappers(segments: list[Segment], issues: list[str]) -> list[Segment]:
