@@ -27,8 +27,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 176
-MIN_STREAMING_PASSED = 176
+MIN_ONE_SHOT_PASSED = 197
+MIN_STREAMING_PASSED = 197
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -39,6 +39,16 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     "nocall_qwen36_announces_next_step_and_stops": "a no-call answer's leading blank lines are trimmed",
     # The second held-out set (docs/heldout.md), joined to the corpus after its figure was taken (27/40); four
     # more of its forms are read since by the name-anchored fallback (meaning/anchor.py).
+    # The third held-out set (docs/heldout.md), joined to the corpus after its figure was taken (19/25).
+    "bracketed_tool_call_transcript_line_read_file_easy_llm_cli": "a call written as prose in brackets "
+    "(`[tool_call: read_file for absolute_path 'x']`) is not read: its words are prose, not markup",
+    "mimo26flash_function_without_parameter_opener_exec_js_opencodex": "a Qwen3-Coder function whose one value has "
+    "no <parameter=...> opener (only its closer) is not read",
+    "invoke_tag_wrapping_json_then_orphan_tool_call_closer_zeroclaw_telegram": "the bare JSON call is read, but "
+    "the lines of an unknown wrapper around it (<invoke>, an orphan </tool_call>) stay in content: a live stream has "
+    "sent them before the call, and only recovered calls take such lines",
+    "mistral_tool_calls_list_sentencepiece_space_marks_tabbyapi": "a server that left SentencePiece's '▁' for every "
+    "space: the JSON after [TOOL_CALLS] does not decode",
     "minimax_m2_invoke_without_angle_brackets_exo": "MiniMax's invoke form with every '<' and '</' lost is not read",
     "qwen38_unclosed_xml_key_value_line_websearch_omlx": "Qwen3-Coder arguments drifted into one line of key=value "
     "pairs, no closers, are not read",
