@@ -22,6 +22,7 @@ import pytest
 from toolproxy.dialects.base import Segment
 from toolproxy.meaning import reasoning
 from toolproxy.meaning.extraction import extract, scanner, settle
+from toolproxy.transform.chat_request import TOOL_NAME
 
 SHORT = 400  # texts shorter than this are split at every position; longer ones in random chunks
 SEED = 20260522
@@ -49,6 +50,13 @@ class Case:
         if "reasoning_content" in self.expected:
             wanted["reasoning_content"] = self.expected["reasoning_content"]
         return wanted
+
+
+def requestable(path: Path) -> bool:
+    """Whether a request may carry the case's tools (the OpenAI name rule the proxy enforces): a case whose tools
+    break it (LM Studio's "Web Search") is read by extraction alone; through the proxy its request gets a 400."""
+    tools = json.loads(path.read_text(encoding="utf-8"))["tools"]
+    return all(TOOL_NAME.fullmatch(tool["function"]["name"]) for tool in tools)
 
 
 def load_cases(directory: Path) -> list[Case]:

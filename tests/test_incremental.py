@@ -18,6 +18,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from tests.conftest import make_body, make_tool, with_settings
+from tests.corpus import requestable
 from tests.fake_upstream import Received, Wire, completion
 from tests.sse_client import accumulate, parse_stream, read_stream
 from tests.test_dashboard import wait_for_records
@@ -25,7 +26,6 @@ from tests.test_golden import CASES, load
 from toolproxy.config.settings import ConfigError, Settings, load_settings
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
-from toolproxy.transform.chat_request import TOOL_NAME
 from toolproxy.transform.live import UNRECOVERED, LiveChoice
 from toolproxy.transform.live_channels import LiveReply
 from toolproxy.transform.response import ToolRequest, transform_completion
@@ -135,12 +135,6 @@ def test_kimi_k3_response_channel_markup_is_dropped_from_a_stream_with_no_call(t
 CORPUS = [*CASES, *sorted((Path(__file__).parent / "golden" / "realworld").glob("*.json"))]
 
 
-def _requestable(path: Path) -> bool:
-    """Whether a request may carry the case's tools (the OpenAI name rule the proxy enforces): a case whose tools
-    break it (LM Studio's "Web Search") is read by extraction alone; through the proxy its request gets a 400."""
-    tools = json.loads(path.read_text(encoding="utf-8"))["tools"]
-    return all(TOOL_NAME.fullmatch(tool["function"]["name"]) for tool in tools)
-
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda path: f"{path.parent.name}/{path.stem}")
@@ -238,7 +232,7 @@ def both(serve, settings):
     return serve(settings), serve(with_settings(settings, stream_strategy="incremental"))
 
 
-@pytest.mark.parametrize("path", [path for path in CORPUS[::3] if _requestable(path)],
+@pytest.mark.parametrize("path", [path for path in CORPUS[::3] if requestable(path)],
                          ids=lambda path: f"{path.parent.name}/{path.stem}")
 def test_golden_sample_end_to_end_both_strategies(path: Path, upstream, both):
     text, expected, _ = load(path)
