@@ -51,7 +51,6 @@ _OPENING = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_OPEN_TAG}")
 # A namespace before a name (`functions.`, `default_api.`), written with no space: taken off first, so that a
 # numbered list's `1. ` is not one.
 _NAMESPACE = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)+\Z")
-_NAMESPACE_AHEAD = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)*+")
 # Markup after a call on its last line: closers, tokens, brackets, quotes, separators.
 _AFTER = re.compile(rf"(?:{TOKEN}|{_TAG}|{_BRACKETED}|```|/>|[ \t\r\])}}\"'>,;])*+")  # longest first
 # A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
@@ -163,7 +162,7 @@ def markup_lines_before(text: str, line_start: int, floor: int, limit: int = 8) 
             break
         previous = text.rfind("\n", max(floor, line_start - 1 - LINE_REACH), line_start - 1) + 1
         start = max(previous, floor)
-        if (previous == 0 and line_start - 1 - LINE_REACH > 0) or start == line_start - 1:
+        if (previous == 0 and line_start - 1 - LINE_REACH > floor) or start == line_start - 1:
             break
         if _MARKUP_LINE.fullmatch(text, start, line_start - 1) is None:
             break
