@@ -108,7 +108,7 @@ def _stands_alone(text: str, start: int, end: int) -> bool:
 def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> list[Segment]:
     """`text` as text and the calls found in it by their declared names."""
     declared = frozenset(name for name in tools if name)
-    names, candidates = anchored_names(tools), _candidates(declared)
+    names, candidates = _names(declared), _candidates(declared)
     out: list[Segment] = []
     bare: list[bool] = []  # for each call found, whether it is bare (`_Found.markerless`)
     kept = position = tried = 0

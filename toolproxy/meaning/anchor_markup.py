@@ -55,9 +55,10 @@ _NAMESPACE = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)+\Z")
 _AFTER = re.compile(rf"(?:{TOKEN}|{_TAG}|{_BRACKETED}|```|/>|[ \t\r\])}}\"'>,;])*+")  # longest first
 # A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
 # that lost its `<` and `/`, `function>`).
-_MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>)[ \t\r]*+)++")
+_LINE_ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>"
+_MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{_LINE_ITEMS})[ \t\r]*+)++")
+_FENCED_LINE = re.compile(rf"[ \t\r]*+(?:(?:{_LINE_ITEMS}|```)[ \t\r]*+)++")  # and a code fence's closing line
 _CLOSING_LINE = re.compile(r"[ \t]*(?:</|\[/|<\|/)")  # a line that closes (`[/read_file]`): no next call
-_FENCED_LINE = re.compile(rf"[ \t\r]*+(?:(?:{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>|```)[ \t\r]*+)++")
 LINE_REACH = 256  # how far along its line a name's neighbours are read
 
 

@@ -18,6 +18,7 @@ _MAX_DEPTH = 32
 _CLOSING = {"{": "}", "(": ")", "[": "]"}
 # A string: in double or single quotes (backslash escapes), or between two quote tokens (`<|"|>`, `<|'|>`).
 _QUOTE_TOKENS = ('<|"|>', "<|'|>")
+_QUOTES = (*_QUOTE_TOKENS, '"', "'")
 _KEY = re.compile(r"""[A-Za-z_][\w-]{0,63}[ \t]*[:=](?![=])|"(?:[^"\\\n]|\\.){0,64}"[ \t]*:|'[^'\n]{1,64}'[ \t]*:""")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d{0,30})(?:\.\d{1,30})?(?:[eE][-+]?\d{1,4})?(?=[\s,})\]]|\Z)")
 _LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false", "None": "null"}
@@ -112,28 +113,35 @@ class _Reader:
             raise _Refused
 
     def _string(self, bare: bool) -> str:
-        text, position = self.text, self.position
-        for token in _QUOTE_TOKENS:
-            if text.startswith(token, position):
-                end = text.find(token, position + len(token), self.stop)
-                if end < 0:
-                    raise _Refused
-                self.position = end + len(token)
-                return text[position + len(token) : end]
-        if text[position : position + 1] == '"':
-            try:
-                value, self.position = json.JSONDecoder().raw_decode(text, position)
-            except ValueError:
-                raise _Refused from None
-            return str(value)
-        if text[position : position + 1] == "'":
-            end = text.find("'", position + 1, self.stop)
-            if end < 0 or "\n" in text[position:end]:
+        if opens_quote(self.text, self.position):
+            read = quoted(self.text, self.position, self.stop)
+            if read is None:
                 raise _Refused
-            self.position = end + 1
-            return text[position + 1 : end]
-        word = _BARE.match(text, position, self.stop) if bare else None
+            value, self.position = read
+            return value
+        word = _BARE.match(self.text, self.position, self.stop) if bare else None
         if word is None or not word.group().strip():
             raise _Refused
         self.position = word.end()
         return word.group().strip()
+
+
+def opens_quote(text: str, position: int) -> bool:
+    return text.startswith(_QUOTES, position)
+
+
+def quoted(text: str, position: int, stop: int) -> tuple[str, int] | None:
+    """The string that opens at `position` and where it ends: between two quote tokens (`<|"|>`), in double quotes
+    with JSON's escapes, or in single quotes on one line; None when it does not close before `stop`."""
+    for token in _QUOTE_TOKENS:
+        if text.startswith(token, position):
+            end = text.find(token, position + len(token), stop)
+            return (text[position + len(token) : end], end + len(token)) if end >= 0 else None
+    if text.startswith('"', position):
+        try:
+            value, end = json.JSONDecoder().raw_decode(text, position)
+        except ValueError:
+            return None
+        return (value, end) if isinstance(value, str) else None
+    end = text.find("'", position + 1, stop)
+    return (text[position + 1 : end], end + 1) if end >= 0 and "\n" not in text[position:end] else None

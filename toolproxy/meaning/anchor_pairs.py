@@ -12,7 +12,6 @@ Readers only move forward and every search is bounded, so a call costs at most t
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,6 +19,7 @@ from functools import lru_cache
 from toolproxy.dialects.base import trim_value
 from toolproxy.dialects.tokens import TOKEN
 from toolproxy.meaning.anchor_markup import is_markup
+from toolproxy.meaning.anchor_object import opens_quote, quoted
 
 MAX_PAIRS = 64
 _KEY_REACH = 256  # how far after the name (or the last value) the next key is looked for
@@ -96,17 +96,10 @@ def _block_value(text: str, start: int, words: tuple[str, ...]) -> tuple[str, in
 
 
 def _inline_value(text: str, start: int, keys: re.Pattern[str]) -> tuple[str, int] | None:
-    """A quoted value (JSON's escapes in double quotes), or the rest of its line up to a closer, a token or the
+    """A quoted value (`anchor_object.quoted`), or the rest of its line up to a closer, a token or the
     next key written `key=` or `key:` (`path=a.txt limit=5`), without trailing separators."""
-    if text.startswith('"', start):
-        try:
-            value, end = json.JSONDecoder().raw_decode(text, start)
-        except ValueError:
-            return None
-        return (value, end) if isinstance(value, str) else None
-    if text.startswith("'", start):
-        end = text.find("'", start + 1, min(len(text), start + _VALUE_REACH))
-        return (text[start + 1 : end], end + 1) if end > start and "\n" not in text[start:end] else None
+    if opens_quote(text, start):
+        return quoted(text, start, min(len(text), start + _VALUE_REACH))
     stop = _INLINE_STOP.search(text, start, min(len(text), start + _VALUE_REACH))
     end = stop.start() if stop else len(text)
     for key in keys.finditer(text, start, end):

@@ -78,7 +78,6 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
             reasoning_field: str | None = None, anchored: bool | None = None) -> Extraction:
     """Calls in `text`; reasoning (inline `<think>` or the upstream's reasoning field) handled per policy.
     `anchored`: whether formats no dialect knows are read (`settle`); by default only without pinned dialects."""
-    anchored = not dialects if anchored is None else anchored
     parts = reasoning.split(text)
     thought = "\n\n".join(piece for piece in (reasoning_field or "", parts.reasoning) if piece.strip())
     scanned, recovered = _scan(parts.answer, tools, dialects, anchored)
@@ -125,14 +124,17 @@ def note_leftover_markup(extraction: Extraction, tools: ToolIndex, quoted: Seque
             extraction.attempts.append(("unknown", "invalid_json", False))
 
 
-def _scan(text: str, tools: ToolIndex, dialects: Sequence[str], anchored: bool) -> tuple[list[Segment], list[str]]:
-    # The whole text is known: only the dialects whose markers it holds are scanned (chain.scan_whole).
+def _scan(text: str, tools: ToolIndex, dialects: Sequence[str],
+          anchored: bool | None = None) -> tuple[list[Segment], list[str]]:
+    # The whole text is known: only the dialects whose markers it holds are scanned (chain.scan_whole). A pinned
+    # format says which spellings are calls: formats no dialect knows are read only in automatic detection.
+    anchored = not dialects if anchored is None else anchored
     return settle(scan_whole([DIALECTS[name] for name in dialects or AUTO_ORDER], text, tools), tools, anchored)
 
 
 def scan_text(text: str, tools: ToolIndex, dialects: Sequence[str]) -> list[Segment]:
     """The segments of `text`, recovery included (its issues are dropped: `extract` keeps them)."""
-    return _scan(text, tools, dialects, not dialects)[0]
+    return _scan(text, tools, dialects)[0]
 
 
 def settle(segments: list[Segment], tools: ToolIndex, anchored: bool = True) -> tuple[list[Segment], list[str]]:

@@ -237,10 +237,11 @@ def _absorb_markup_lines(segments: list[Segment], tools: ToolIndex) -> list[Segm
     words it uses: they go into its source, as the name-anchored fallback's do. (Only recovered calls: a live
     stream has sent the lines before a dialect's call already, and must end as buffered does.)"""
     out = list(segments)
-    names = anchored_names(tools)
+    names = None
     for index, segment in enumerate(out):
         if not isinstance(segment, Call) or segment.dialect != DIALECT or not segment.source:
             continue
+        names = names or anchored_names(tools)  # only where a call was recovered: most replies have none
         prefix = suffix = ""
         before = out[index - 1] if index else None
         if isinstance(before, Text):
