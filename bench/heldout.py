@@ -83,7 +83,9 @@ def breakdown(verdicts: list[Verdict]) -> Iterable[str]:
     yield f"{'family':<20} {'cases':>5} {'one-shot':>16} {'streamed':>16} {'false':>6} {'missed':>7}"
     for family in sorted({v.family for v in verdicts}):
         yield row(family, [v for v in verdicts if v.family == family])
-    yield row(NO_CALL, [v for v in verdicts if v.no_call])
+    no_call = [v for v in verdicts if v.no_call]
+    if no_call:  # a set may hold none
+        yield row(NO_CALL, no_call)
     yield row("all", verdicts)
 
 
