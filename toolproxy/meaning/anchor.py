@@ -41,7 +41,7 @@ from toolproxy.meaning.anchor_markup import (
     token_closed,
 )
 from toolproxy.meaning.anchor_object import loose_object
-from toolproxy.meaning.anchor_pairs import read_pairs
+from toolproxy.meaning.anchor_pairs import names_a_key, read_pairs
 
 MAX_TRIED = 32
 _SPARSE = 64  # mentions refused by `_stands_alone` before the scan switches to `_candidates`
@@ -55,7 +55,7 @@ _CLOSE_PARENTHESIS = re.compile(r"[ \t\n]*\)")
 # closer is missing (LM Studio drops gpt-oss's `<|call|>`); one followed by more than markup is not.
 _OPEN_ENDED = frozenset({"anchored_pairs", "anchored_no_arguments"})
 _CALL_WORD = re.compile(r"(?i)tool|call|function|invoke|action")  # markup that says a call follows
-_ATTRIBUTE_END = re.compile(r"[\"']?[ \t]*/?>")  # the end of the tag whose attribute the name is
+_ATTRIBUTE_END = re.compile(r"[\"'\u201d]?[ \t]*/?>")  # the end of the tag whose attribute the name is
 _MARKED = re.compile(r"[<\[]")  # a tag, token or bracket before a name: not a bare line
 # Checks a call's name and raw arguments; the typed arguments, or None to leave the text as it is.
 Check = Callable[[str, Any, list[str]], Any]
@@ -65,10 +65,12 @@ Check = Callable[[str, Any, list[str]], Any]
 class _Found:
     start: int
     end: int
+    arguments_end: int
     name: str
     arguments: Any
     rule: str
-    markerless: bool  # no tag, token or bracket stands before the name: a bare line
+    markerless: bool  # no tag, token or bracket stands before the name: a bare line, or a line of JSON
+    in_object: bool  # the name is a value in an object (`{"name": "x", "arguments": {..}}`): a line of JSON
 
 
 def _alternatives(tools: frozenset[str]) -> str:
@@ -111,7 +113,7 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
     names, candidates = _names(declared), _candidates(declared)
     out: list[Segment] = []
     bare: list[bool] = []  # for each call found, whether it is bare (`_Found.markerless`)
-    kept = position = tried = 0
+    kept = position = tried = markup_from = 0
     finder, rejected = names, 0  # sparse mentions: a literal search skips prose at C speed
     while tried < MAX_TRIED and (hit := finder.search(text, position)):
         position = hit.end()
@@ -123,16 +125,18 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
                 finder = candidates  # dense mentions: the same test, moved into the C scan
             continue
         tried += 1
-        found = _read(text, name, kept, tools, names)
-        if found is None:
-            continue
+        found = _read(text, name, kept, tools, names, markup_from)
+        if found is None or (found.markerless and _describes(found.arguments)):
+            continue  # `read_file {"path": "string"}`, `{"name": "read_file", "arguments": {"path": "string"}}`
         typed = check(found.name, found.arguments, [found.rule])
         if typed is None:
             continue
         out.append(Text(text[kept : found.start]))
         out.append(Call(found.name, typed, text[found.start : found.end], dialect))
-        bare.append(found.markerless)
+        joined = bool(bare) and found.start == kept  # right after the call before, in its markup (`[f(), g()]`)
+        bare.append(bare[-1] if joined else found.markerless and not found.in_object)
         kept = position = found.end
+        markup_from = found.arguments_end
     out.append(Text(text[kept:]))
     return _bare_calls_last(out, bare)
 
@@ -140,9 +144,8 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
 def _bare_calls_last(segments: list[Segment], bare: list[bool]) -> list[Segment]:
     """Bare calls (a name at the start of a line with no markup around it) only where nothing but calls and
     markup follows them (`web_search {...}` then `That is the whole request.` is an example shown in prose), where
-    the answer holds one (`read_file: {...}` line after line lists tools), and where the values are not all
-    JSON Schema's type names (`{"path": "string"}` describes a tool). Read from the end, so a bare call demoted to
-    text demotes the bare calls before it."""
+    the answer holds one (`read_file: {...}` line after line lists tools). Read from the end, so a bare call
+    demoted to text demotes the bare calls before it."""
     several = sum(bare) > 1
     out: list[Segment] = []
     calls = iter(reversed(bare))
@@ -150,7 +153,7 @@ def _bare_calls_last(segments: list[Segment], bare: list[bool]) -> list[Segment]
     for segment in reversed(segments):
         if isinstance(segment, Text):
             clean = clean and is_markup(segment.text, 0, len(segment.text))
-        elif next(calls) and (several or not clean or _describes(segment.arguments)):
+        elif next(calls) and (several or not clean):
             segment = Text(segment.source)
         out.append(segment)
     return merge_text(reversed(out))
@@ -166,23 +169,26 @@ def _describes(arguments: Any) -> bool:
     return bool(values) and all(isinstance(value, str) and value.strip().lower() in _TYPE_NAMES for value in values)
 
 
-def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: re.Pattern[str]) -> _Found | None:
+def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: re.Pattern[str],
+          markup_from: int) -> _Found | None:
+    """The call at a declared name, or None. `floor`: where the call before ended; `markup_from`: where the markup
+    after its arguments began (the closer of one call and the opener of the next are one stretch of markup)."""
     line = line_start(text, name.start(), floor)
     start = None if line is None else markup_start(text, line, name.start())
     if start is None or names.search(text, start, name.start()):
         return None  # prose right before the name, or another tool's name in its markup (which one is meant?)
-    read = _arguments(text, name, tools[name.group()], names) or _no_arguments(text, name, start)
+    read = _arguments(text, name, tools[name.group()], names) or _no_arguments(text, name, start, names)
     if read is None:
         return None
     arguments, arguments_end, rule = read
     end = after_markup(text, arguments_end, names)
     if end is None:
-        end = token_closed(text, start, name.start(), arguments_end)
+        end = token_closed(text, markup_from if start == floor else start, name.start(), arguments_end)
     if end is None:
         return None
     if start == line:
         start = floor if floor and is_markup(text, floor, start) else markup_lines_before(text, start, floor)
-    if opens(text, start, name.start()) and not closes(text, arguments_end) and (
+    if opens(text, start, name.start()) and not closes(text, arguments_end, names) and (
             rule in _OPEN_ENDED or not is_markup(text, arguments_end, len(text))):
         return None  # opened and never closed: cut short (max_tokens), or its markup goes on where we stopped
     markerless = is_markup(text, start, name.start()) and not _MARKED.search(text, start, name.start())
@@ -192,7 +198,8 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
     if fence is not None:
         start, end = fence  # a fence that holds the call alone is its markup (still a bare call: prose after it
         # makes it an example)
-    return _Found(start, end, name.group(), arguments, rule, markerless)
+    return _Found(start, end, arguments_end, name.group(), arguments, rule, markerless,
+                  "{" in text[start : name.start()])
 
 
 def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
@@ -208,30 +215,30 @@ def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Patte
         python = _python(text, position + 1)
         loose = loose_object(text, position) if python is None else None
         return python or ((loose[0], loose[1], "anchored_loose_object") if loose is not None else None)
-    brace = text.find("{", position, position + _GAP)
-    if brace >= 0 and is_gap(text, position, brace) and not names.search(text, position, brace):
-        return _json(text, brace)  # an object that does not decode is not read again as pairs
     properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
-    if not isinstance(properties, dict):
-        return None
-    pairs = read_pairs(text, position, frozenset(properties), names)
+    keys = frozenset(properties) if isinstance(properties, dict) else frozenset()
+    brace = text.find("{", position, position + _GAP)
+    if brace >= 0 and is_gap(text, position, brace) and not names.search(text, position, brace) and not (
+            names_a_key(text, position, brace, keys)):  # `<parameter name="meta">{"k": 1}`: a pair's value
+        return _json(text, brace)  # an object that does not decode is not read again as pairs
+    pairs = read_pairs(text, position, keys, names)
     if pairs is not None:
         return pairs.values, pairs.end, "anchored_pairs"
     return None
 
 
-def _no_arguments(text: str, name: re.Match[str], start: int) -> tuple[Any, int, str] | None:
+def _no_arguments(text: str, name: re.Match[str], start: int, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
     """A call with no arguments, closed right after its name: the name as an attribute's value (`<invoke
     name="refresh"></invoke>`), or after markup that says it is a call (`<tool_call>get_date<tool_sep></tool_call>`).
     The schema then allows no arguments or not."""
     before = text[max(0, name.start() - 2) : name.start()]
-    if before.endswith("=") or before in ('="', "='"):
+    if before.endswith("=") or before in ('="', "='", "=\u201c"):
         after = _ATTRIBUTE_END.match(text, name.end())
         end = after.end() if after else None
     else:
         bare_name = text[name.start() - 1 : name.start()] not in ("'", '"')  # not a string of a JSON object
         end = name.end() if bare_name and _CALL_WORD.search(text, start, name.start()) else None
-    return ({}, end, "anchored_no_arguments") if end is not None and closes(text, end) else None
+    return ({}, end, "anchored_no_arguments") if end is not None and closes(text, end, names) else None
 
 
 def _json(text: str, brace: int) -> tuple[Any, int, str] | None:

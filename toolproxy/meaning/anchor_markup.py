@@ -27,23 +27,33 @@ _LABEL = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?[\"']?(?:[ \t]?:[ \t]?|=)[\"']?"
 # attribute (`<|open|>argument key="`), or an index after a name (`functions.read:0`).
 _TAG_WORD = r"\w{1,32}(?=[<\[]|[ \t][\w-]{1,32}=)"
 _INDEX = r":\d{1,4}"
+# Words that are markup, not prose: the roles and channels of chat templates, which a server that drops special
+# tokens leaves as words (`assistant to=functions.x commentary json`, harmony stripped), and the words of a
+# transcript line that says a call was made (`[Called function "x" with args: {..}]`). A sentence still has a word
+# of its own (`I will call`, `Now calling`) and stays prose.
+_WORD_MARKUP = (r"(?<![\w-])(?:assistant|commentary|analysis|final|json|(?i:call|called|calling|function|tool|"
+                r"invoke|invoked|invoking|with))(?![\w-])")
 # Punctuation between a name and its arguments, and between pairs: closers of the tag before (`">`) included. Before
 # a name, a lone `>` or `)` is prose's (`>>> name`, a doctest), never a tag's end.
-_BETWEEN = r"[ \t\r\n\[\](){}\"'|,;>:=]"
-_BEFORE = r"[ \t\r\[({\"'|,]"
-_ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_LABEL}|{_TAG_WORD}|{_INDEX}"  # longest first
+# Typographic quotes too (DeepSeek V4 writes `name=\u201cx\u201d`).
+_BETWEEN = r"[ \t\r\n\[\](){}\"'\u201c\u201d\u2018\u2019|,;>:=]"
+_BEFORE = r"[ \t\r\[({\"'\u201c\u2018|,]"
+_ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_LABEL}|{_TAG_WORD}|{_INDEX}|{_WORD_MARKUP}"  # longest first
 _OPEN_TAG = r"<[^<>\n`]{0,160}"  # a tag still open where the name begins: `<function=`, `<invoke name="`
 MARKUP = re.compile(rf"(?:{_ITEMS}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
 _MARKUP_BEFORE = re.compile(rf"(?:{_ITEMS}|{_BEFORE})*+(?:{_OPEN_TAG})?")
-# A tag or token that closes something: `</function>`, `<tool_call|>`, `<|tool_call_end|>`, `<|call|>`, `[/x]`, and
-# the bracket of a list or call the arguments stand in (`[f(a=1)]`, `{"name": .., "arguments": {..}}`).
-# And a closing tag that lost its `<` and `/`, alone on its line (`function>`).
+# A tag or token that closes something: `</function>`, `<tool_call|>`, `<|tool_call_end|>`, `<|call|>`, `[/x]`, a
+# tag whose word says so (`<end_function_call>`, `<TOOL_CALL_END>`), and the bracket of a list or call the arguments
+# stand in (`[f(a=1)]`, `{"name": .., "arguments": {..}}`). And a closing tag that lost its `<` and `/`, alone on its
+# line (`function>`).
 _CLOSER = re.compile(rf"</[^<>\n]{{0,160}}>|<[^<>\n|]{{1,160}}\|>|{TOKEN}|\[(?:/|END)[^\[\]\n]{{0,64}}\]|/>|[\])}}]"
+                     r"|<(?:[\w-]{0,64}_)?(?i:end|close)(?:_[\w-]{0,64})?>"
                      r"|(?m:^[ \t]*/?[\w-]{1,64}>[ \t]*$)")
 # What opens a call: a tag (not a closer) or a token that says so.
 _OPENER = re.compile(r"<(?![/|])[^<>\n]{0,160}(?<!\|)(?:>|\Z)"
                      r"|<\|[^<>|\n]{0,48}(?:begin|start|open)[^<>|\n]{0,48}\|>")
 _FENCE = r"```[\w-]{0,16}"  # a code fence the arguments stand in (```json ... ```), never before the name
+_FENCE_AT_START = re.compile(r"[ \t]*```")
 _SKIPPABLE = re.compile(rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_FENCE}|/>|[ \t\r\n\"',;>]++")
 _GAP = re.compile(rf"(?:{_ITEMS}|{_FENCE}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
 # Markup that opens a call after a sentence: a tag, a token or a bracketed word (a lone `[` or quote does not).
@@ -79,8 +89,9 @@ def opens(text: str, start: int, end: int) -> bool:
     return _OPENER.search(text, start, end) is not None
 
 
-def closes(text: str, position: int) -> bool:
-    """Whether a closer follows `position` with nothing but markup before it (across lines, within reach)."""
+def closes(text: str, position: int, names: re.Pattern[str]) -> bool:
+    """Whether a closer follows `position` with nothing but markup before it (across lines, within reach), or the
+    next call does (`<function_calls>f(a=1)\ng(b=2)`: the call before it was not cut short)."""
     end = min(len(text), position + 4 * LINE_REACH)
     while position < end:
         closer = _CLOSER.match(text, position, end)
@@ -88,9 +99,18 @@ def closes(text: str, position: int) -> bool:
             return True
         item = _SKIPPABLE.match(text, position, end)
         if item is None:
-            return False
+            return _call_follows(text, position, names)
         position = item.end()
     return False
+
+
+def _call_follows(text: str, position: int, names: re.Pattern[str]) -> bool:
+    """Whether a declared name follows `position` with nothing but markup before it (its opener, a label)."""
+    following = names.search(text, position, min(len(text), position + 160))
+    if following is None:
+        return False
+    namespace = _NAMESPACE.search(text, position, following.start())
+    return MARKUP.fullmatch(text, position, namespace.start() if namespace else following.start()) is not None
 
 
 def markup_start(text: str, line_start: int, name_start: int) -> int | None:
@@ -100,9 +120,10 @@ def markup_start(text: str, line_start: int, name_start: int) -> int | None:
     refused after the arguments, `after_markup`). None when a word of prose comes right before the name."""
     namespace = _NAMESPACE.search(text, max(line_start, name_start - 160), name_start)
     end = namespace.start() if namespace else name_start
-    if _MARKUP_BEFORE.fullmatch(text, line_start, end):
+    fence = _FENCE_AT_START.match(text, line_start, end)  # the closing fence of the call before (DeepSeek V3)
+    if _MARKUP_BEFORE.fullmatch(text, fence.end() if fence else line_start, end):
         return line_start
-    if "`" in text[line_start:end]:
+    if "`" in text[fence.end() if fence else line_start : end]:
         return None  # inline code: an example
     opener = _OPENING.search(text, line_start, end)
     return opener.start() if opener is not None and _MARKUP_BEFORE.fullmatch(text, opener.start(), end) else None

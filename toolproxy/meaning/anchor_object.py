@@ -1,6 +1,7 @@
 """Arguments written as an object that is almost JSON, in the ways models write objects when no grammar holds them:
-keys without quotes, `=` for `:`, strings in single quotes or between quote tokens (Gemma 4's `<|"|>`), Python's
-literals, bare words for strings, parentheses for braces (`call:search(query: "news")`).
+keys without quotes, `=` for `:`, strings in single quotes or between quote tokens (Gemma 4's `<|"|>`) or quote
+tags (FunctionGemma's `<escape>`), Python's literals, bare words for strings, parentheses for braces
+(`call:search(query: "news")`).
 
 Read by one hand-written pass that writes the JSON the model meant, then `json.loads` has the last word; what it
 cannot read unambiguously (an unclosed string, a bracket that does not match, a key with no value) is refused. The
@@ -19,6 +20,9 @@ _CLOSING = {"{": "}", "(": ")", "[": "]"}
 # A string: in double or single quotes (backslash escapes), or between two quote tokens (`<|"|>`, `<|'|>`).
 _QUOTE_TOKENS = ('<|"|>', "<|'|>")
 _QUOTES = (*_QUOTE_TOKENS, '"', "'")
+# A tag whose word says quote (FunctionGemma's `<escape>`): a string between two of them. Only such words, so
+# that a value of HTML is not read as one, and a value whose tag never comes again costs one search.
+_QUOTE_TAG = re.compile(r"<(?i:escape|esc|quote|q|str|string)>")
 _KEY = re.compile(r"""[A-Za-z_][\w-]{0,63}[ \t]*[:=](?![=])|"(?:[^"\\\n]|\\.){0,64}"[ \t]*:|'[^'\n]{1,64}'[ \t]*:""")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d{0,30})(?:\.\d{1,30})?(?:[eE][-+]?\d{1,4})?(?=[\s,})\]]|\Z)")
 _LITERALS = {"true": "true", "false": "false", "null": "null", "True": "true", "False": "false", "None": "null"}
@@ -127,14 +131,21 @@ class _Reader:
 
 
 def opens_quote(text: str, position: int) -> bool:
-    return text.startswith(_QUOTES, position)
+    return text.startswith(_QUOTES, position) or _quote_tag(text, position) is not None
+
+
+def _quote_tag(text: str, position: int) -> str | None:
+    """A tag used as a quote: the same tag again closes the string (FunctionGemma's `<escape>Paris<escape>`)."""
+    tag = _QUOTE_TAG.match(text, position)
+    return tag.group() if tag is not None else None
 
 
 def quoted(text: str, position: int, stop: int) -> tuple[str, int] | None:
-    """The string that opens at `position` and where it ends: between two quote tokens (`<|"|>`), in double quotes
-    with JSON's escapes, or in single quotes on one line; None when it does not close before `stop`."""
-    for token in _QUOTE_TOKENS:
-        if text.startswith(token, position):
+    """The string that opens at `position` and where it ends: between two quote tokens (`<|"|>`) or two of the
+    same tag, in double quotes with JSON's escapes, or in single quotes on one line; None when it does not close
+    before `stop`."""
+    for token in (*_QUOTE_TOKENS, _quote_tag(text, position)):
+        if token is not None and text.startswith(token, position):
             end = text.find(token, position + len(token), stop)
             return (text[position + len(token) : end], end + len(token)) if end >= 0 else None
     if text.startswith('"', position):

@@ -25,18 +25,21 @@ MAX_PAIRS = 64
 _KEY_REACH = 256  # how far after the name (or the last value) the next key is looked for
 _VALUE_REACH = 32768  # how far a value's closer is looked for (a failed read costs this much, `anchor.MAX_TRIED` times)
 _CLOSERS_LOOKED_AT = 64  # closers of other words (`</div>` in a value of HTML) passed over before giving up
-# After a key: attributes and the tag's end, or a closing tag and the value's opening tag (GLM), or a token (a
-# value between tags: `block`); or `=` / `:` (a value on the rest of the line: `inline`); or a line break (a tag
-# whose brackets were lost: `block`).
+# After a key: attributes (their values in straight or typographic quotes) and the tag's end, or a closing tag and
+# the value's opening tag (GLM's `<arg_value>`), or a token (a value between tags: `block`); or `=` / `:` (a value
+# on the rest of the line: `inline`); or a line break (a tag whose brackets were lost: `block`).
 _BLOCK_AFTER_KEY = re.compile(
-    rf"[\"']?(?:[ \t]+[\w:-]{{1,32}}=(?:\"[^\"\n]{{0,64}}\"|'[^'\n]{{0,64}}'|[\w-]{{1,32}}))*+[ \t]*(?:>|{TOKEN})"
-    r"|[\"']?>?[ \t]*</[^<>\n]{1,64}>[ \t\r\n]*<[^<>\n]{1,64}>"
+    rf"[\"'\u201d\u2019]?(?:[ \t]+[\w:-]{{1,32}}=(?:\"[^\"\n]{{0,64}}\"|'[^'\n]{{0,64}}'"
+    rf"|\u201c[^\u201d\n]{{0,64}}\u201d|[\w-]{{1,32}}))*+"
+    rf"[ \t]*(?:>|{TOKEN})"
+    r"|[\"']?>?[ \t]*</[^<>\n]{1,64}>[ \t\r\n]*<[^<>\n/]{0,48}(?i:value)[^<>\n]{0,16}>"
     r"|>?[ \t]*\n")
 _INLINE_AFTER_KEY = re.compile(r"[\"']?[ \t]?[=:][ \t]?")
 # A closer: a closing tag, its word the last one in it (`</｜DSML｜parameter>`, `</steptml:parameter>`), a special
 # token, or a closing word alone on its line with its brackets lost (`/parameter`, `parameter>`).
 _CLOSER = re.compile(rf"</[^<>\n]{{0,32}}?(\w{{1,64}})[ \t]*>|{TOKEN}"
                      r"|(?m:^[ \t]*(?:/([\w-]{1,64})>?|([\w-]{1,64})>)[ \t]*$)")
+_TAG_AFTER_TOKEN = re.compile(rf"(?:[ \t]*+{TOKEN})*+[ \t]*+</[^<>\n]{{0,32}}?(\w{{1,64}})[ \t]*>")
 _VALUE_WORDS = frozenset({"parameter", "param", "parameters", "argument", "arg", "arg_value", "value", "arguments",
                           "args"})
 _WORD = re.compile(r"[A-Za-z_]\w{0,31}")
@@ -53,6 +56,11 @@ class Pairs:
 def _key_pattern(keys: frozenset[str]) -> re.Pattern[str]:
     names = sorted(keys, key=len, reverse=True)
     return re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(name) for name in names) + r")(?![\w-])")
+
+
+def names_a_key(text: str, start: int, end: int, keys: frozenset[str]) -> bool:
+    """Whether one of `keys` stands as a word in `text[start:end]`."""
+    return bool(keys) and _key_pattern(keys).search(text, start, end) is not None
 
 
 def read_pairs(text: str, start: int, keys: frozenset[str], calls: re.Pattern[str]) -> Pairs | None:
@@ -90,7 +98,11 @@ def _block_value(text: str, start: int, words: tuple[str, ...]) -> tuple[str, in
     closers = _CLOSER.finditer(text, start, min(len(text), start + _VALUE_REACH))
     for _, closer in zip(range(_CLOSERS_LOOKED_AT), closers, strict=False):
         word = closer.group(1) or closer.group(2) or closer.group(3)
-        if word is None or word.endswith(words):  # `</longcat_arg_value>` is an `arg_value`
+        if word is None:  # a token; the value's closing tag may follow it (`x]<]minimax[>[</path>`)
+            tag = _TAG_AFTER_TOKEN.match(text, closer.end())
+            end = tag.end() if tag is not None and tag.group(1).endswith(words) else closer.end()
+            return trim_value(text[start : closer.start()]), end
+        if word.endswith(words):  # `</longcat_arg_value>` is an `arg_value`
             return trim_value(text[start : closer.start()]), closer.end()
     return None  # no closer: cut short, or not a value
 
