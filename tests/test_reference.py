@@ -29,8 +29,8 @@ from tests.corpus import Case, judge, load_cases, one_shot, streaming_disagreeme
 REFERENCE = Path(__file__).parent / "golden" / "reference"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 319
-MIN_STREAMING_PASSED = 319
+MIN_ONE_SHOT_PASSED = 427
+MIN_STREAMING_PASSED = 427
 MAX_FALSE_CALLS = 0
 
 EOS = ("`</s>` is no special-token shape (tokens.py knows `<|...|>`, `<｜...｜>`, `]<]...[>[`), so with prose glued "
@@ -43,6 +43,29 @@ XFAIL_ONE_SHOT: dict[str, str] = {
         "to close and stays as content"),
     "sglang/llama32_invalid_then_valid_missing_required": (
         "an object left open swallows the call after it; the reference starts over at the inner `{`"),
+    **dict.fromkeys([f"vllm/gemma4_{name}" for name in (
+        "bare_opener", "bare_opener_two_arguments", "bare_opener_no_arguments", "colon_in_prose", "three_mixed")],
+        "`<|tool_call>:NAME{...}`: the opener followed by the colon alone, without `call`"),
+    "vllm/gemma4_cut_off_in_string": (
+        "the reply ends inside a string value (`location:<|\"|>London`): the value may have gone on, so the proxy "
+        "makes no call; the reference takes what was written"),
+    **dict.fromkeys([f"vllm/k2_horizon_{name}" for name in (
+        "json_prose_glued", "xml_prose_glued", "xml_two_calls_prose_around", "xml_typed_call", "xml_typed_prose_glued",
+        "xml_typed_under_xml_pin")],
+        "K2 Horizon's `<ifm|tool_calls>` wrapper around GLM's tags with an `ifm|` prefix (`<ifm|tool_call>NAME"
+        "<ifm|arg_key>`, an optional `<ifm|arg_type>`) or Hermes JSON: no dialect declares it; the name-anchored "
+        "fallback reads a lone untyped call, not prose glued to the wrapper, a second call or the type tags "
+        "(glm_xml's tags are constants, not yet family data)"),
+    **dict.fromkeys([f"vllm/lfm2_{name}" for name in ("multiline_string_arg", "nested_python_c")],
+                    "a line break inside a quoted Python string is no Python; the reference reads it as the string's"),
+    "vllm/lfm2_nested_quote": (
+        "`command='sed -n '360,450p' ...'`: quotes of the same kind nested unescaped; the reference guesses where the "
+        "string ends"),
+    "vllm/lfm2_set_arg": "a Python set literal (`{'urgent', 'bug'}`) as a value: the reference turns it into a list",
+    **dict.fromkeys([f"vllm/minicpm5xml_{name}" for name in ("cdata_multiline", "cdata_whitespace")],
+                    "MiniCPM 5's `<function name=...><param name=...>` is read by recovery (meaning/), which keeps "
+                    "a `<![CDATA[...]]>` value's wrapper; no dialect declares the format (a registry line with the "
+                    "invoke family let undeclared keys through: tried and taken back)"),
 }
 # A case that fails one-shot fails streaming too; these fail only there.
 XFAIL_STREAMING_ONLY: dict[str, str] = {}
