@@ -47,13 +47,16 @@ __all__ = ["CLOSERS", "OPENER", "QUOTE", "Gemma4Dialect", "render_value"]
 OPENER = "<|tool_call>"
 CLOSERS = ("<tool_call|>", "<turn|>")
 _CALL = "call:"
+# After the opener, `call:` as written, or its colon alone (`<|tool_call>:get_weather{...}`, the bare opener vLLM's
+# Gemma 4 parser reads, tests/tool_parsers/test_gemma4_tool_parser.py); the stripped form still needs `call:`.
+_CALLED = (_CALL, ":")
 _NAME = re.compile(r"[\w.\-:]*")
 _BEGIN_ARG, _END_ARG = "BEGIN_ARG:", "END_ARG"
 _WORD_CHAR = re.compile(r"[\w.\-:>]")  # `>`: right after a refused <|tool_call> is not the stripped form
 _LIMIT = 128
 # What follows the name: braces, parentheses, or (the name's own `:` read by a name run) positional blocks.
 _ARGUMENTS = either(literal("{"), literal("("), ahead(r":?", SPACE, literal(_BEGIN_ARG)))
-_FOLLOW = ahead(SPACE, literal(_CALL), run(r"[\w.\-:]", _LIMIT), SPACE, _ARGUMENTS)
+_FOLLOW = ahead(SPACE, literal(*_CALLED), run(r"[\w.\-:]", _LIMIT), SPACE, _ARGUMENTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +116,7 @@ class Gemma4Scanner(TokenBlockScanner):
         called = True  # `call:` was written (the bare form's opener is `call:` itself)
         if not bare:
             yield from space(cursor)
-            called = (yield from marker(cursor, _CALL)) is not None
+            called = (yield from marker(cursor, *_CALLED)) is not None
         written = yield from word(cursor, _NAME, _LIMIT)
         if written is None or (not called and written not in self._tools):  # without it, a declared tool only
             return None
