@@ -177,7 +177,7 @@ def _read(text: str, name: re.Match[str], floor: int, tools: ToolIndex, names: r
     start = None if line is None else markup_start(text, line, name.start())
     if start is None or names.search(text, start, name.start()):
         return None  # prose right before the name, or another tool's name in its markup (which one is meant?)
-    read = _arguments(text, name, tools[name.group()], names) or _no_arguments(text, name, start, names)
+    read = _arguments(text, name, tools[name.group()], names) or _no_arguments(text, name, start)
     if read is None:
         return None
     arguments, arguments_end, rule = read
@@ -227,7 +227,7 @@ def _arguments(text: str, name: re.Match[str], tool_schema: Any, names: re.Patte
     return None
 
 
-def _no_arguments(text: str, name: re.Match[str], start: int, names: re.Pattern[str]) -> tuple[Any, int, str] | None:
+def _no_arguments(text: str, name: re.Match[str], start: int) -> tuple[Any, int, str] | None:
     """A call with no arguments, closed right after its name: the name as an attribute's value (`<invoke
     name="refresh"></invoke>`), or after markup that says it is a call (`<tool_call>get_date<tool_sep></tool_call>`).
     The schema then allows no arguments or not."""
@@ -238,7 +238,8 @@ def _no_arguments(text: str, name: re.Match[str], start: int, names: re.Pattern[
     else:
         bare_name = text[name.start() - 1 : name.start()] not in ("'", '"')  # not a string of a JSON object
         end = name.end() if bare_name and _CALL_WORD.search(text, start, name.start()) else None
-    return ({}, end, "anchored_no_arguments") if end is not None and closes(text, end, names) else None
+    # Closed by a closer only: a name then the next call's (`[A(A=)A(`) has arguments it could not read.
+    return ({}, end, "anchored_no_arguments") if end is not None and closes(text, end) else None
 
 
 def _json(text: str, brace: int) -> tuple[Any, int, str] | None:

@@ -89,9 +89,10 @@ def opens(text: str, start: int, end: int) -> bool:
     return _OPENER.search(text, start, end) is not None
 
 
-def closes(text: str, position: int, names: re.Pattern[str]) -> bool:
-    """Whether a closer follows `position` with nothing but markup before it (across lines, within reach), or the
-    next call does (`<function_calls>f(a=1)\ng(b=2)`: the call before it was not cut short)."""
+def closes(text: str, position: int, names: re.Pattern[str] | None = None) -> bool:
+    """Whether a closer follows `position` with nothing but markup before it (across lines, within reach), or,
+    given the declared `names`, the next call does (`<function_calls>f(a=1)\ng(b=2)`: the call before it was not
+    cut short)."""
     end = min(len(text), position + 4 * LINE_REACH)
     while position < end:
         closer = _CLOSER.match(text, position, end)
@@ -99,7 +100,7 @@ def closes(text: str, position: int, names: re.Pattern[str]) -> bool:
             return True
         item = _SKIPPABLE.match(text, position, end)
         if item is None:
-            return _call_follows(text, position, names)
+            return names is not None and _call_follows(text, position, names)
         position = item.end()
     return False
 
