@@ -131,6 +131,11 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
         typed = check(found.name, found.arguments, [found.rule])
         if typed is None:
             continue
+        echoed = _echoed(out, found, typed, text[kept : found.start])
+        if echoed is not None:  # one call, its echo in its source
+            out[-1] = Call(found.name, typed, echoed.source + text[kept : found.end], dialect)
+            kept = position = found.end
+            continue
         out.append(Text(text[kept : found.start]))
         out.append(Call(found.name, typed, text[found.start : found.end], dialect))
         joined = bool(bare) and found.start == kept  # right after the call before, in its markup (`[f(), g()]`)
@@ -139,6 +144,17 @@ def anchored_calls(text: str, tools: ToolIndex, check: Check, dialect: str) -> l
         markup_from = found.arguments_end
     out.append(Text(text[kept:]))
     return _bare_calls_last(out, bare)
+
+
+def _echoed(out: list[Segment], found: _Found, typed: Any, between: str) -> Call | None:
+    """The call right before, where this one repeats it, with arguments and nothing but markup between: the model
+    echoed its call list (LFM2 writes `[f(a=1)]<|tool_call_end|>[f(a=1)]<|tool_call_end|>`), and running the
+    action twice is worse than not running a repeat the model meant."""
+    before = out[-1] if out else None
+    if isinstance(before, Call) and before.name == found.name and before.arguments == typed and typed != {} and (
+            is_markup(between, 0, len(between))):
+        return before
+    return None
 
 
 def _bare_calls_last(segments: list[Segment], bare: list[bool]) -> list[Segment]:

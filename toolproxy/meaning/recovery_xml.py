@@ -112,7 +112,7 @@ def _json_object(text: str, position: int) -> tuple[Any, int] | None:
 def _parameters(text: str, position: int) -> tuple[dict[str, str], int, bool] | None:
     """`<parameter=K>`, `<parameter name="K">`, `<param name="K">` and GLM's `<arg_key>K</arg_key><arg_value>`;
     values trimmed (schema typing comes later). True when a value's closer was missing; None when a value runs to
-    the end of the text."""
+    the end of the text or a parameter is written twice."""
     arguments: dict[str, str] = {}
     damaged = False
     while True:
@@ -133,6 +133,8 @@ def _parameters(text: str, position: int) -> tuple[dict[str, str], int, bool] | 
         if found is None:
             return arguments, position, damaged
         key, value_start = found
+        if key in arguments:
+            return None  # a parameter written twice: which value is meant? (as the almost-JSON reader refuses)
         end = _VALUE_END.search(text, value_start)
         if end is None:
             return None  # the value runs to the end of the answer: cut short (max_tokens), never a call
