@@ -199,7 +199,7 @@ _FENCE_CLOSER = re.compile(r"[ \t]*```[ \t]*(?:\n|\Z)")
 
 def fence_around(text: str, start: int, end: int, floor: int) -> tuple[int, int] | None:
     """The start and end of a code fence that holds nothing but the lines `text[start:end]` (a bare call fenced
-    alone: the fence is its markup, as `extraction.absorb_fences` has it for every call), or None."""
+    alone: the fence is its markup, as `extraction.absorb_wrappers` has it for every call), or None."""
     opener = _FENCE_OPENER.search(text, max(floor, start - 24), start)
     closer = _FENCE_CLOSER.match(text, end)
     if opener is None or closer is None or (not text.endswith("\n", 0, end) and end != len(text)):

@@ -9,7 +9,6 @@ text goes through schema-anchored recovery (`recovery.py`) last.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.arguments import arguments_object, unwrapped
+from toolproxy.meaning.holdback import wrapper_close, wrapper_opener
 from toolproxy.meaning.lookalike import demote_quoted, is_attempted
 from toolproxy.meaning.recovery import recover
 from toolproxy.meaning.recovery_tokens import absorb_tokens
@@ -142,17 +142,15 @@ def settle(segments: list[Segment], tools: ToolIndex, anchored: bool = True) -> 
     what the strict dialects left as text, and special tokens beside a call go with it. Works on merged segments,
     so streaming and one-shot agree. `anchored`: formats no dialect knows are read too (recovery.recover), which
     automatic detection wants and a pinned format (a model's configured or derived dialects) does not."""
-    segments, issues = recover(absorb_fences(merge_text(segments)), tools, anchored)
-    return absorb_fences(absorb_tokens(segments, issues)), issues
+    segments, issues = recover(absorb_wrappers(merge_text(segments)), tools, anchored)
+    return absorb_wrappers(absorb_tokens(segments, issues)), issues
 
 
-_FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n[ \t]*\Z")
-_FENCE_CLOSE = re.compile(r"[ \t]*\n?[ \t]*```[ \t]*(?:\n|\Z)")
-
-
-def absorb_fences(segments: list[Segment]) -> list[Segment]:
-    """A call wrapped in a Markdown code fence takes the fence with it, so the content is not left holding
-    an empty ```json block. Works on the merged segments, so streaming and one-shot agree."""
+def absorb_wrappers(segments: list[Segment]) -> list[Segment]:
+    """A call wrapped in a Markdown code fence, or in a tag of the model's own alone on the lines around it
+    (`<response>` ... `</response>`), takes the wrapper with it, so the content is not left holding an empty
+    ```json block or a pair of empty tags (holdback.wrapper_opener). Works on the merged segments, so streaming
+    and one-shot agree."""
     out = list(segments)
     for index, segment in enumerate(out):
         if not isinstance(segment, Call) or index == 0 or index + 1 == len(out):
@@ -160,15 +158,14 @@ def absorb_fences(segments: list[Segment]) -> list[Segment]:
         before, after = out[index - 1], out[index + 1]
         if not isinstance(before, Text) or not isinstance(after, Text):
             continue
-        opening = _FENCE_OPEN.search(before.text[-64:])
-        closing = _FENCE_CLOSE.match(after.text)
-        if opening is None or closing is None:
+        cut = wrapper_opener(before.text)
+        closing = wrapper_close(after.text, before.text[cut:], final=True) if cut is not None else -1
+        if cut is None or closing is None or closing < 0:
             continue
-        cut = len(before.text) - (len(before.text[-64:]) - opening.start())
         out[index - 1] = Text(before.text[:cut])
-        out[index] = Call(segment.name, segment.arguments, before.text[cut:] + segment.source + closing.group(),
+        out[index] = Call(segment.name, segment.arguments, before.text[cut:] + segment.source + after.text[:closing],
                           segment.dialect)
-        out[index + 1] = Text(after.text[closing.end() :])
+        out[index + 1] = Text(after.text[closing:])
     return out
 
 

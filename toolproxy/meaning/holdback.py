@@ -1,7 +1,7 @@
 """What a live stream may hold back, and nothing more: the tail that could still begin a call (the scanners
-decide), inline reasoning markers cut in half, a Markdown fence that a following call would take with it, and
-whitespace whose fate depends on whether a call comes. Shared by the VTC stream and `stream_strategy:
-incremental`; pure, no I/O.
+decide), inline reasoning markers cut in half, a wrapper (a Markdown fence, a tag alone on its line) that a
+following call would take with it, and whitespace whose fate depends on whether a call comes. Shared by the VTC
+stream and `stream_strategy: incremental`; pure, no I/O.
 """
 
 from __future__ import annotations
@@ -117,34 +117,75 @@ class ReasoningStream:
         self._seen.add(pair[1])
 
 
-# A Markdown fence a call may take with it (extraction.absorb_fences): the opener at the end of the text before
-# the call (within its last 64 characters), the closer at the start of the text after it.
-FENCE_OPEN = re.compile(r"```[\w-]*[ \t]*\n[ \t]*\Z")
+# A wrapper a call may take with it (extraction.absorb_wrappers): a Markdown fence (```json), or a line of one
+# opening tag of the model's own (`<response>`, `<assistant>` around a JSON call) that the same tag's closer ends
+# right after the call. The opener ends the text before the call (within its last WINDOW characters), the closer
+# begins the text after it.
+_OPENER = re.compile(r"(?:```[\w-]*|<[A-Za-z][\w-]{0,31}>)[ \t]*\n[ \t]*\Z")
 _FENCE_OPEN_SO_FAR = re.compile(r"```[\w-]*[ \t]*(?:\n[ \t]*)?\Z|`{1,2}\Z")
-FENCE_CLOSE = re.compile(r"[ \t]*\n?[ \t]*```[ \t]*(?:\n|\Z)")
-_FENCE_CLOSE_SO_FAR = re.compile(r"[ \t]*\n?[ \t]*`{0,3}[ \t]*\Z")
-FENCE_WINDOW = 64
+_TAG_OPEN_SO_FAR = re.compile(r"[ \t]{0,8}<(?:[A-Za-z][\w-]{0,31}(?:>[ \t]*(?:\n[ \t]*)?)?)?\Z")
+_LEAD = re.compile(r"[ \t]*\n?[ \t]*")
+_TAG_WORD = re.compile(r"<([A-Za-z][\w-]{0,31})>")
+WINDOW = 64
 
 
-def fence_tail(text: str) -> int:
-    """How many characters at the end of `text` could still become a fence opener (0: none)."""
-    window = text[-FENCE_WINDOW:]
+def wrapper_opener(text: str) -> int | None:
+    """Where the wrapper opener that ends `text` begins, or None; a tag only alone on its line."""
+    found = _OPENER.search(text, max(0, len(text) - WINDOW))
+    if found is None:
+        return None
+    return found.start() if text[found.start()] == "`" or _line_starts(text, found.start()) else None
+
+
+def _line_starts(text: str, position: int) -> bool:
+    """Whether only spaces (a few) stand between the start of `position`'s line and it."""
+    line = position
+    while line > 0 and position - line < 8 and text[line - 1] in " \t":
+        line -= 1
+    return line == 0 or text[line - 1] == "\n"
+
+
+def wrapper_tail(text: str) -> int:
+    """How many characters at the end of `text` could still become a wrapper opener (0: none)."""
+    window = text[-WINDOW:]
     start = window.rfind("```")
     if start >= 0 and _FENCE_OPEN_SO_FAR.match(window, start):
         return len(window) - start
     match = _FENCE_OPEN_SO_FAR.search(window, max(0, len(window) - 2))
-    return len(window) - match.start() if match else 0
+    if match is not None:
+        return len(window) - match.start()
+    offset = len(text) - len(window)
+    last = window.rfind("\n")
+    for line in (last + 1, window.rfind("\n", 0, max(0, last)) + 1 if last > 0 else -1):
+        if line >= 0 and _line_starts(text, offset + line) and _TAG_OPEN_SO_FAR.match(window, line):
+            return len(window) - line
+    return 0
 
 
-def fence_close(text: str, final: bool) -> int | None:
-    """The length of the closing fence at the start of `text`; -1 when there is none; None while more text could
-    still decide it (`final`: no more text will come before the next call or the end)."""
-    match = FENCE_CLOSE.match(text)
-    if match is not None and (final or match.group().endswith("\n")):
-        return match.end()
-    if final or not _FENCE_CLOSE_SO_FAR.fullmatch(text):
+def closer_of(opener: str) -> str:
+    """The closer a wrapper's opener asks for: a fence's, or the tag's own (`</response>`)."""
+    tag = _TAG_WORD.search(opener)
+    return f"</{tag.group(1)}>" if tag is not None and "`" not in opener else "```"
+
+
+def wrapper_close(text: str, opener: str, final: bool) -> int | None:
+    """The length of the opener's closer (with the layout around it) at the start of `text`; -1 when there is
+    none; None while more text could still decide it (`final`: no more text will come before the next call or the
+    end)."""
+    closer = closer_of(opener)
+    lead = _LEAD.match(text)
+    assert lead is not None  # the pattern matches the empty string
+    rest = text[lead.end() :]
+    if rest.startswith(closer):
+        after = lead.end() + len(closer)
+        trailing = len(text) - after - len(text[after:].lstrip(" \t"))
+        end = after + trailing
+        if end < len(text) and text[end] == "\n":
+            return end + 1
+        if end == len(text):
+            return end if final else None
         return -1
-    return None
+    return None if not final and closer.startswith(rest) else -1
 
 
 def quoted_after(text: str, final: bool) -> bool | None:

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.meaning.extraction import Extraction, accept, groups, note_leftover_markup, scan_text, scanner
 from toolproxy.meaning.holdback import (
-    FENCE_OPEN,
     BoundedScanner,
     ContentWriter,
     ReasoningStream,
     VerbatimWriter,
-    fence_close,
-    fence_tail,
     quoted_after,
+    wrapper_close,
+    wrapper_opener,
+    wrapper_tail,
 )
 from toolproxy.meaning.lookalike import demote_quoted
 from toolproxy.meaning.recovery import recover
@@ -67,8 +67,8 @@ class _Refusal:
 
 @dataclass(slots=True)
 class _Waiting:
-    """A call whose fate waits on the text after it: whether it takes the fence opener before it along
-    (extraction.absorb_fences; `judged` is then already set), or whether text on its own line makes it a quote
+    """A call whose fate waits on the text after it: whether it takes the wrapper opener before it along
+    (extraction.absorb_wrappers; `judged` is then already set), or whether text on its own line makes it a quote
     (lookalike.demote_quoted; judged once it is not)."""
 
     call: Call
@@ -85,7 +85,7 @@ class LiveChoice:
         self._scanner = BoundedScanner(lambda: scanner(request.tools, request.dialects), limit)
         self._writer: ContentWriter | VerbatimWriter = VerbatimWriter() if verbatim else ContentWriter()
         self._thinking = ContentWriter()
-        self._tail = ""  # a fence opener in the making
+        self._tail = ""  # a wrapper opener in the making
         self._waiting: _Waiting | None = None
         self._run = False  # text since the last call (the text "before" a call, for fences and quotes)
         self._line_text = False  # the current line of that text holds more than whitespace
@@ -144,7 +144,7 @@ class LiveChoice:
 
     def _one_call(self, call: Call, out: Delta) -> None:
         self._settle_waiting(out, final=True)  # the text since the last call is complete
-        opener = self._tail if self._tail and FENCE_OPEN.search(self._tail) else ""
+        opener = self._tail if self._tail and wrapper_opener(self._tail) is not None else ""
         quotable = self._run and self._line_text and call.source[:1] != "\n" and call.source[-1:] != "\n"
         if not opener:
             self._write(self._tail, out)
@@ -178,7 +178,7 @@ class LiveChoice:
             self._line_text = bool(text[newline + 1 :].strip()) if newline >= 0 else (
                 self._line_text or bool(text.strip()))
         text = self._tail + text
-        keep = fence_tail(text)
+        keep = wrapper_tail(text)
         self._write(text[: len(text) - keep], out)
         self._tail = text[len(text) - keep :]
 
@@ -200,7 +200,7 @@ class LiveChoice:
             else:
                 self._emit(self._judge([waiting.call]), out)
         else:
-            closer = fence_close(waiting.after, final)
+            closer = wrapper_close(waiting.after, waiting.opener, final)
             if closer is None:
                 return
             rest = waiting.after[max(closer, 0) :]
