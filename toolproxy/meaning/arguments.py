@@ -1,11 +1,14 @@
 """A call's arguments as the JSON object its tool takes: decoded from the text a dialect found, repaired where
 the damage is unambiguous, decoded once more where a server encoded them twice, and unwrapped where a model put them
-all under one key the schema does not declare. Each mend is recorded as an issue.
+all under one key the schema does not declare. Each mend is recorded as an issue. And arguments that are only
+placeholders (`{"city": "your_city_here"}`) make the call an example, not a call.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from toolproxy.dialects.base import Call
@@ -14,6 +17,28 @@ from toolproxy.meaning.json_repair import repair_arguments
 # Keys models wrap all the arguments in when the schema has no such property (DeepSeek V3.2 and V4 write
 # `<parameter name="arguments" string="false">{...}</parameter>`).
 _WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"})
+# A value that stands for one the reader must fill in: `your_city_here`, `YOUR_API_KEY`, `<city>`, `{{path}}`,
+# `${name}`. (Not `...`: reports elide real values so, and a model's own `...` is no clearer.)
+_PLACEHOLDER = re.compile(r"(?i:your)[_-]\w{1,40}|<[^<>\n]{1,40}>|\{\{[^{}\n]{1,40}\}\}|\$\{[^{}\n]{1,40}\}")
+
+
+def placeholders_only(arguments: dict[str, Any]) -> bool:
+    """Whether every string the arguments hold (one at least) is a placeholder: the model showed how a call would
+    look (phi4-mini: "here's what it would conceptually look like: <tool_call>{... "your_city_here"}</tool_call>"),
+    and running it would act on a value nobody chose."""
+    strings = list(_strings(arguments))
+    return bool(strings) and all(_PLACEHOLDER.fullmatch(value.strip()) for value in strings)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, issues: list[str]) -> dict[str, Any]:

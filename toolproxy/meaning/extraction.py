@@ -19,7 +19,7 @@ from toolproxy.dialects.chain import ChainScanner, scan_whole
 from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
-from toolproxy.meaning.arguments import arguments_object, unwrapped
+from toolproxy.meaning.arguments import arguments_object, placeholders_only, unwrapped
 from toolproxy.meaning.holdback import wrapper_close, wrapper_opener
 from toolproxy.meaning.lookalike import demote_quoted, is_attempted
 from toolproxy.meaning.recovery import recover
@@ -235,6 +235,9 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
         extraction.issues.append(f"{call.dialect}: call to undeclared tool {call.name!r} passed on (unknown_tools)")
         return Call(call.name, arguments, call.source, call.dialect)
     arguments = schema.coerce(unwrapped(arguments, tools[call.name], call, extraction.issues), tools[call.name])
+    if placeholders_only(arguments):
+        extraction.fail(f"{call.dialect}: arguments of {call.name!r} are placeholders only; an example, kept as text")
+        return Text(call.source)
     problems = _problems(arguments, tools[call.name])
     if problems:
         verdict = "kept as text" if policy.invalid_arguments == "text" else "passed on"

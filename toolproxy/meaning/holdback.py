@@ -124,7 +124,8 @@ class ReasoningStream:
 _OPENER = re.compile(r"(?:```[\w-]*|<[A-Za-z][\w-]{0,31}>)[ \t]*\n[ \t]*\Z")
 _FENCE_OPEN_SO_FAR = re.compile(r"```[\w-]*[ \t]*(?:\n[ \t]*)?\Z|`{1,2}\Z")
 _TAG_OPEN_SO_FAR = re.compile(r"[ \t]{0,8}<(?:[A-Za-z][\w-]{0,31}(?:>[ \t]*(?:\n[ \t]*)?)?)?\Z")
-_LEAD = re.compile(r"[ \t]*\n?[ \t]*")
+# Between a call and its wrapper's closer: layout, and closing braces the model wrote one too many of.
+_LEAD = re.compile(r"[ \t]*[}\]]{0,4}[ \t]*\n?[ \t]*")
 _TAG_WORD = re.compile(r"<([A-Za-z][\w-]{0,31})>")
 WINDOW = 64
 
