@@ -22,6 +22,7 @@ import pytest
 from toolproxy.dialects.base import Segment
 from toolproxy.meaning import reasoning
 from toolproxy.meaning.extraction import extract, scanner, settle
+from toolproxy.meaning.schema_shape import ShapeProblem, check_shape
 from toolproxy.transform.chat_request import TOOL_NAME
 
 SHORT = 400  # texts shorter than this are split at every position; longer ones in random chunks
@@ -53,10 +54,20 @@ class Case:
 
 
 def requestable(path: Path) -> bool:
-    """Whether a request may carry the case's tools (the OpenAI name rule the proxy enforces): a case whose tools
-    break it (LM Studio's "Web Search") is read by extraction alone; through the proxy its request gets a 400."""
+    """Whether a request may carry the case's tools (the OpenAI name rule and the schema check the proxy enforces):
+    a case whose tools break them (LM Studio's "Web Search", KoboldCpp's `"properties": {"type": "object"}`) is read
+    by extraction alone; through the proxy its request gets a 400."""
     tools = json.loads(path.read_text(encoding="utf-8"))["tools"]
-    return all(TOOL_NAME.fullmatch(tool["function"]["name"]) for tool in tools)
+    return all(TOOL_NAME.fullmatch(tool["function"]["name"]) and _valid_schema(tool["function"].get("parameters"))
+               for tool in tools)
+
+
+def _valid_schema(parameters: Any) -> bool:
+    try:
+        check_shape(parameters if isinstance(parameters, dict) else {})
+    except ShapeProblem:
+        return False
+    return True
 
 
 def load_cases(directory: Path) -> list[Case]:

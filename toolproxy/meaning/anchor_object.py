@@ -17,9 +17,11 @@ from typing import Any
 _REACH = 65536  # the longest object read
 _MAX_DEPTH = 32
 _CLOSING = {"{": "}", "(": ")", "[": "]"}
-# A string: in double or single quotes (backslash escapes), or between two quote tokens (`<|"|>`, `<|'|>`).
-_QUOTE_TOKENS = ('<|"|>', "<|'|>")
-_QUOTES = (*_QUOTE_TOKENS, '"', "'")
+# A string: in double or single quotes (backslash escapes), or between a pair of quote tokens (`<|"|>`, `<|'|>`)
+# or typographic quotes, which a runtime that "smartens" text puts where the model wrote straight ones (Gemma 4 on
+# LiteRT-web writes `<|\u201c|>x<|\u201d|>` and `path: \u201cx\u201d`): no escapes inside these.
+_QUOTE_PAIRS = (('<|"|>', '<|"|>'), ("<|'|>", "<|'|>"), ("<|\u201c|>", "<|\u201d|>"), ("\u201c", "\u201d"))
+_QUOTES = (*(opener for opener, _ in _QUOTE_PAIRS), '"', "'")
 # A tag whose word says quote (FunctionGemma's `<escape>`): a string between two of them. Only such words, so
 # that a value of HTML is not read as one, and a value whose tag never comes again costs one search.
 _QUOTE_TAG = re.compile(r"<(?i:escape|esc|quote|q|str|string)>")
@@ -141,13 +143,14 @@ def _quote_tag(text: str, position: int) -> str | None:
 
 
 def quoted(text: str, position: int, stop: int) -> tuple[str, int] | None:
-    """The string that opens at `position` and where it ends: between two quote tokens (`<|"|>`) or two of the
-    same tag, in double quotes with JSON's escapes, or in single quotes on one line; None when it does not close
-    before `stop`."""
-    for token in (*_QUOTE_TOKENS, _quote_tag(text, position)):
-        if token is not None and text.startswith(token, position):
-            end = text.find(token, position + len(token), stop)
-            return (text[position + len(token) : end], end + len(token)) if end >= 0 else None
+    """The string that opens at `position` and where it ends: between a pair of quote tokens (`<|"|>`), typographic
+    quotes or two of the same tag, in double quotes with JSON's escapes, or in single quotes on one line; None when
+    it does not close before `stop`."""
+    tag = _quote_tag(text, position)
+    for opener, closer in (*_QUOTE_PAIRS, *(((tag, tag),) if tag else ())):
+        if text.startswith(opener, position):
+            end = text.find(closer, position + len(opener), stop)
+            return (text[position + len(opener) : end], end + len(closer)) if end >= 0 else None
     if text.startswith('"', position):
         try:
             value, end = json.JSONDecoder().raw_decode(text, position)

@@ -22,6 +22,7 @@ from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.meaning import schema
 from toolproxy.meaning.anchor import anchored_calls, anchored_names
 from toolproxy.meaning.anchor_markup import after_markup, markup_lines_after, markup_lines_before
+from toolproxy.meaning.arguments import unwrapped
 from toolproxy.meaning.json_repair import RepairResult, repair_arguments
 from toolproxy.meaning.recovery_xml import Read, read_arrow_call, read_kimi_call, read_xml_call
 
@@ -216,6 +217,7 @@ def _checked(name: str, arguments: Any, tools: ToolIndex, issues: list[str], rul
     if not isinstance(arguments, dict):
         return None
     tool_schema = tools[name]
+    arguments = unwrapped(arguments, tool_schema, Call(name, arguments, "", DIALECT), issues)  # `{"args": {..}}`
     properties = tool_schema.get("properties")
     if isinstance(properties, dict) and any(key not in properties for key in arguments):
         return None
