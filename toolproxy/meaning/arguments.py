@@ -19,7 +19,8 @@ from toolproxy.meaning.json_repair import repair_arguments
 _WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"})
 # A value that stands for one the reader must fill in: `your_city_here`, `YOUR_API_KEY`, `<city>`, `{{path}}`,
 # `${name}`. (Not `...`: reports elide real values so, and a model's own `...` is no clearer.)
-_PLACEHOLDER = re.compile(r"(?i:your)[_-]\w{1,40}|<[^<>\n]{1,40}>|\{\{[^{}\n]{1,40}\}\}|\$\{[^{}\n]{1,40}\}")
+# `<city>` is words only: a value of HTML (`<img src=x>`) is a value.
+_PLACEHOLDER = re.compile(r"(?i:your)[_-]\w{1,40}|<[A-Za-z][\w .-]{0,38}>|\{\{[^{}\n]{1,40}\}\}|\$\{[^{}\n]{1,40}\}")
 
 
 def placeholders_only(arguments: dict[str, Any]) -> bool:

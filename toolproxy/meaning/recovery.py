@@ -212,8 +212,7 @@ def _checked(name: str, arguments: Any, tools: ToolIndex, issues: list[str], rul
         decoded = repair_arguments(arguments) if arguments.strip() else RepairResult({}, ())
         arguments = decoded.value
         rules.append("double_encoded_arguments")
-    if arguments is None:
-        arguments = {}
+    arguments = {} if arguments is None else arguments
     if not isinstance(arguments, dict):
         return None
     tool_schema = tools[name]
