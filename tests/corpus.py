@@ -114,7 +114,17 @@ def scan(pieces: list[str], tools: dict[str, Any]) -> list[Segment]:
 def streaming_disagreement(case: Case) -> str | None:
     """Extraction is computed from the scanners' segments, so streaming gives the one-shot result exactly when
     every chunking of the answer and of the reasoning yields the one-shot segments. The first chunking that does
-    not, or None."""
+    not, or None. Computed once per case and run: a corpus's per-case tests and its summary ask the same."""
+    key = (case.text, case.reasoning_field, json.dumps(case.expected["tools"], sort_keys=True))
+    if key not in _DISAGREEMENTS:
+        _DISAGREEMENTS[key] = _first_disagreement(case)
+    return _DISAGREEMENTS[key]
+
+
+_DISAGREEMENTS: dict[tuple[str, str | None, str], str | None] = {}
+
+
+def _first_disagreement(case: Case) -> str | None:
     parts = reasoning.split(case.text)
     for label, text in (("answer", parts.answer), ("reasoning", parts.reasoning), ("field", case.reasoning_field)):
         if not text:
