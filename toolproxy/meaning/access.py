@@ -7,9 +7,10 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from toolproxy.meaning.arguments import strings
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +28,7 @@ class AccessPolicy:
             return f"toolproxy refused the call to `{name}`: the tool matches the deny rule `{denied}`."
         for pattern in self.deny_arguments:
             compiled = _compiled(pattern)
-            if any(compiled.search(value) for value in _strings(arguments)):
+            if any(compiled.search(value) for value in strings(arguments)):
                 return f"toolproxy refused the call to `{name}`: an argument matches the deny pattern `{pattern}`."
         return None
 
@@ -36,14 +37,3 @@ class AccessPolicy:
 def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string inside the arguments, nested ones included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)

@@ -27,19 +27,20 @@ def placeholders_only(arguments: dict[str, Any]) -> bool:
     """Whether every string the arguments hold (one at least) is a placeholder: the model showed how a call would
     look (phi4-mini: "here's what it would conceptually look like: <tool_call>{... "your_city_here"}</tool_call>"),
     and running it would act on a value nobody chose."""
-    strings = list(_strings(arguments))
-    return bool(strings) and all(_PLACEHOLDER.fullmatch(value.strip()) for value in strings)
+    found = list(strings(arguments))
+    return bool(found) and all(_PLACEHOLDER.fullmatch(value.strip()) for value in found)
 
 
-def _strings(value: Any) -> Iterator[str]:
+def strings(value: Any) -> Iterator[str]:
+    """Every string inside the arguments, nested ones included."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from strings(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from strings(item)
 
 
 def unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, issues: list[str]) -> dict[str, Any]:
