@@ -159,8 +159,10 @@ def absorb_wrappers(segments: list[Segment]) -> list[Segment]:
         if not isinstance(before, Text) or not isinstance(after, Text):
             continue
         cut = wrapper_opener(before.text)
-        closing = wrapper_close(after.text, before.text[cut:], final=True) if cut is not None else -1
-        if cut is None or closing is None or closing < 0:
+        if cut is None:
+            continue
+        closing = wrapper_close(after.text, before.text[cut:], final=True)
+        if closing is None or closing < 0:  # no closer of this opener's kind right after the call
             continue
         out[index - 1] = Text(before.text[:cut])
         out[index] = Call(segment.name, segment.arguments, before.text[cut:] + segment.source + after.text[:closing],
