@@ -28,7 +28,8 @@ def test_every_record_names_its_protocol_and_the_dashboard_filters_by_it(upstrea
     assert len(chat["records"]) == 2 and other["records"] == []
     page = requests.get(f"{proxy.url}/dashboard/", params={"protocol": "chat"}, timeout=5).text
     assert 'name="protocol"' in page and "<td>chat</td>" in page
-    detail = requests.get(f"{proxy.url}/dashboard/record/{rows[0]['id']}", timeout=5).text
+    rejected = next(row for row in rows if row["route"] == "rejected")  # records land in either order
+    detail = requests.get(f"{proxy.url}/dashboard/record/{rejected['id']}", timeout=5).text
     assert ">chat · rejected · status 400" in detail  # the facts line: protocol, route, status
 
 
