@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolproxy.meaning.channels import split_channels
+from toolproxy.meaning.holdback import ReasoningStream
 from toolproxy.meaning.reasoning import MARKERS, split, split_pair
 
 PIECES = ["<|start|>assistant", "<|channel|>", "analysis", "final", "commentary", " to=functions.add", "<|message|>",
@@ -93,3 +94,29 @@ def test_reasoning_split_is_the_plain_split(text: str) -> None:
 def test_reasoning_split_looks_again_after_a_span_is_removed() -> None:
     text = "c<seed:<think>a</think>think>b"
     assert (split(text).answer, split(text).reasoning) == plain_split(text)[:2] == ("c", "a\n\nb")
+
+
+def test_a_span_that_opens_where_one_closed_continues_it() -> None:
+    """AWS Bedrock's gpt-oss wraps each streamed chunk's reasoning in its own pair, cutting words in half
+    (llama-stack's recording of openai.gpt-oss-20b-1:0)."""
+    text = "<reasoning>We used it and</reasoning><reasoning> got -10. myaw</reasoning><reasoning>esome</reasoning>Done."
+    parts = split(text)
+    assert (parts.answer, parts.reasoning) == ("Done.", "We used it and got -10. myawesome")
+    assert parts.markup == text[: text.index("Done.")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([("<reasoning>", "</reasoning>"), ("<think>", "</think>")]).flatmap(
+    lambda pair: st.lists(st.sampled_from([*pair, "x", " ", "\n", "y z"]), max_size=16).map("".join)),
+    st.lists(st.integers(min_value=1, max_value=6), max_size=40))
+def test_a_stream_in_any_pieces_splits_as_the_whole_text(text: str, sizes: list[int]) -> None:
+    """The live stream's reasoning and answer are the whole-text split's, however the text is cut (where no
+    closer comes before its opener, and no `<reasoning>` is left open: a stream has sent that text already)."""
+    stream, pieces, position = ReasoningStream(), [], 0
+    for size in [*sizes, len(text)]:
+        pieces += stream.feed(text[position : position + size])
+        position += size
+    pieces += stream.finish()
+    if not stream.late_closer and not stream.unclosed:
+        answer = "".join(piece for is_reasoning, piece in pieces if not is_reasoning)
+        assert (answer, stream.thought()) == (split(text).answer, split(text).reasoning)

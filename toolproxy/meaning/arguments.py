@@ -21,14 +21,26 @@ _WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"}
 # `${name}`. (Not `...`: reports elide real values so, and a model's own `...` is no clearer.)
 # `<city>` is words only: a value of HTML (`<img src=x>`) is a value.
 _PLACEHOLDER = re.compile(r"(?i:your)[_-]\w{1,40}|<[A-Za-z][\w .-]{0,38}>|\{\{[^{}\n]{1,40}\}\}|\$\{[^{}\n]{1,40}\}")
+# A slot left to fill inside a short value: `next Thursday at [specific time]`, `Dear [Your Name]`. Words in square
+# brackets, two at least (`[WIP]`, `[x]` and `arr[i]` are values; `[text](url)` is a Markdown link, `[[a note]]` a
+# wiki link); only in a value of one short line, since a long text (a letter written to a file) may be a template
+# on purpose.
+_SLOT = re.compile(r"(?<![\w\[\]])\[[A-Za-z]{1,20}(?: [A-Za-z]{1,20}){1,5}\](?![(\]])")
+_SHORT_VALUE = 80
 
 
 def placeholders_only(arguments: dict[str, Any]) -> bool:
-    """Whether every string the arguments hold (one at least) is a placeholder: the model showed how a call would
-    look (phi4-mini: "here's what it would conceptually look like: <tool_call>{... "your_city_here"}</tool_call>"),
-    and running it would act on a value nobody chose."""
+    """Whether the arguments only show how a call would look: every string (one at least) a placeholder, or one
+    short value with a slot left to fill (phi4-mini: "here's what it would conceptually look like: <tool_call>{...
+    "your_city_here"}</tool_call>"; LFM2.5: "Let me know the title and time!" then a call with `[specific time]`).
+    Running it would act on a value nobody chose."""
     found = list(strings(arguments))
-    return bool(found) and all(_PLACEHOLDER.fullmatch(value.strip()) for value in found)
+    return bool(found) and (all(_PLACEHOLDER.fullmatch(value.strip()) for value in found)
+                            or any(_has_slot(value) for value in found))
+
+
+def _has_slot(value: str) -> bool:
+    return len(value) <= _SHORT_VALUE and "\n" not in value and _SLOT.search(value) is not None
 
 
 def strings(value: Any) -> Iterator[str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from toolproxy.dialects.base import Scanner, Segment, Text, partial_suffix
 from toolproxy.meaning.channels import XTML_MARKUP
-from toolproxy.meaning.reasoning import MARKERS
+from toolproxy.meaning.reasoning import CLOSED_ONLY, MARKERS
 
 
 class BoundedScanner:
@@ -42,6 +42,9 @@ def source(segment: Segment) -> str:
     return segment.text if isinstance(segment, Text) else segment.source
 
 
+WAIT_FOR_CLOSER = 4096  # characters a `closed_only` opener is held for, waiting for its closer
+
+
 class ReasoningStream:
     """Inline `<think>...</think>` (and the other pairs of reasoning.MARKERS) split off as text arrives: yields
     (is_reasoning, text) pieces; only a marker cut in half is held. The whole-text split (reasoning.split) also
@@ -54,10 +57,16 @@ class ReasoningStream:
         self._seen: set[str] = set()  # closers of pairs met already (a later closer is no longer an orphan)
         self._held = ""
         self._blocks: list[list[str]] = []  # each reasoning block's text, for the whole reasoning at the end
+        self._just_closed: tuple[str, str] | None = None  # the pair closed with no text since: an opener continues it
+        self._waiting: str | None = None  # the opener held, of a pair that counts only when closed
+        self._looked = 0  # how much of the held text was searched for its closer
         self.late_closer = False
+        self.unclosed = False
 
     def feed(self, text: str) -> list[tuple[bool, str]]:
         text, self._held = self._held + text, ""
+        if self._waiting is not None and self._still_waiting(text):
+            return []
         pieces: list[tuple[bool, str]] = []
         position = 0
         while position < len(text):
@@ -69,6 +78,10 @@ class ReasoningStream:
                 break
             start, marker = found
             self._add(pieces, text[position:start])
+            if self._waits_for_closer(text, start, marker):
+                self._held, self._waiting = text[start:], marker
+                self._still_waiting(self._held)
+                break
             if marker not in XTML_MARKUP:
                 self._switch(marker, pieces)
             position = start + len(marker)
@@ -76,9 +89,30 @@ class ReasoningStream:
 
     def finish(self) -> list[tuple[bool, str]]:
         pieces: list[tuple[bool, str]] = []
+        self._inside = None if self._waiting is not None else self._inside  # never closed: answer, as a whole text
         self._add(pieces, self._held)
         self._held = ""
+        # A pair that counts only when closed was opened and never closed, after the wait: the whole-text split
+        # reads it as answer, but a stream has sent it as reasoning already.
+        self.unclosed = self._inside in CLOSED_ONLY
         return [(kind, piece) for kind, piece in pieces if piece]
+
+    def _waits_for_closer(self, text: str, start: int, marker: str) -> bool:
+        """An opener of a pair that counts only when closed waits (held, up to WAIT_FOR_CLOSER characters) until
+        its closer shows whether it is one."""
+        pair = next((pair for pair in CLOSED_ONLY if pair[0] == marker), None)
+        return (self._inside is None and pair is not None and len(text) - start < WAIT_FOR_CLOSER
+                and text.find(pair[1], start) < 0)
+
+    def _still_waiting(self, held: str) -> bool:
+        """Whether the held opener still waits; each character is searched once for its closer."""
+        closer = next(pair[1] for pair in CLOSED_ONLY if pair[0] == self._waiting)
+        found = held.find(closer, max(0, self._looked - len(closer) + 1))
+        if found < 0 and len(held) < WAIT_FOR_CLOSER:
+            self._held, self._looked = held, len(held)
+            return True
+        self._waiting, self._looked = None, 0
+        return False
 
     def thought(self) -> str:
         """The reasoning as the whole-text split gives it: each block trimmed, blank lines between."""
@@ -86,6 +120,8 @@ class ReasoningStream:
         return "\n\n".join(block for block in blocks if block)
 
     def _add(self, pieces: list[tuple[bool, str]], piece: str) -> None:
+        if piece:
+            self._just_closed = None
         if self._inside is not None:
             self._blocks[-1].append(piece)
         pieces.append((self._inside is not None, piece))
@@ -93,9 +129,10 @@ class ReasoningStream:
     def _markers(self) -> list[str]:
         if self._inside is not None:
             return [self._inside[1], *XTML_MARKUP]
-        # A closer met after its pair was seen is plain text, as in the whole-text split.
-        return [*(marker for opener, closer in MARKERS for marker in (opener, closer) if marker not in self._seen),
-                *XTML_MARKUP]
+        # A closer met after its pair was seen is plain text, as in the whole-text split, and so is one whose pair
+        # counts only when closed.
+        return [*(marker for pair in MARKERS for marker in pair
+                  if marker not in self._seen and not (marker == pair[1] and pair in CLOSED_ONLY)), *XTML_MARKUP]
 
     def _next_marker(self, text: str, position: int) -> tuple[int, str] | None:
         found = [(index, marker) for marker in self._markers() if (index := text.find(marker, position)) >= 0]
@@ -103,17 +140,19 @@ class ReasoningStream:
 
     def _switch(self, marker: str, pieces: list[tuple[bool, str]]) -> None:
         if self._inside is not None:  # its closer
-            self._inside = None
+            self._inside, self._just_closed = None, self._inside
             return
         pair = next(pair for pair in MARKERS if marker in pair)
         if marker == pair[0]:
+            if self._just_closed != pair or not self._blocks:  # (a span that opens where one closed continues it)
+                self._blocks.append([])
             self._inside = pair
-            self._blocks.append([])
         elif pair[1] not in self._seen:
             # An orphan closer: the text before it was reasoning, but it has gone out as answer already.
             self.late_closer = True
             pieces[-1] = (True, pieces[-1][1])
             self._blocks.append([pieces[-1][1]])
+            self._just_closed = pair
         self._seen.add(pair[1])
 
 

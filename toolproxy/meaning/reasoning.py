@@ -11,10 +11,15 @@ from toolproxy.meaning.channels import split_channels
 
 # Qwen3, DeepSeek-R1 and most others write <think>; Seed-OSS writes <seed:think>; some fine-tunes <thinking>;
 # Gemma 4 thinks on its `thought` channel (llama.cpp common/parsers/gemma4.cpp); MiniMax-M3 writes <mm:think>
-# (its opener often in the prompt); Kimi K3 thinks in an XTML `think` channel (vLLM's kimi_k3 reasoning parser).
+# (its opener often in the prompt); Kimi K3 thinks in an XTML `think` channel (vLLM's kimi_k3 reasoning parser);
+# AWS Bedrock's gpt-oss endpoint puts reasoning in content as `<reasoning>` (one pair per streamed chunk), and so do
+# models trained with the GRPO recipes' `<reasoning>...</reasoning><answer>` format.
 MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
            ("<|channel>thought", "<channel|>"), ("<mm:think>", "</mm:think>"),
-           ("<|open|>think<|sep|>", "<|close|>think<|sep|>"))
+           ("<|open|>think<|sep|>", "<|close|>think<|sep|>"), ("<reasoning>", "</reasoning>"))
+# Pairs of a word prose names too (`* <reasoning>` in a list of XML tags): reasoning only as a whole span, opened and
+# closed; an opener never closed and a closer never opened are text.
+CLOSED_ONLY = frozenset({("<reasoning>", "</reasoning>")})
 _EVERY_MARKER = tuple(marker for pair in MARKERS for marker in pair)
 
 
@@ -35,7 +40,7 @@ def split(text: str) -> Split:
     present = markers_in(answer, _EVERY_MARKER)
     for opener, closer in MARKERS:
         if closer in present or opener in present:
-            part = split_pair(answer, opener, closer)
+            part = split_pair(answer, opener, closer, closed_only=(opener, closer) in CLOSED_ONLY)
             if part.markup:  # the text around a span removed may join into a marker: look again
                 answer, present = part.answer, markers_in(part.answer, _EVERY_MARKER)
             inner.append(part.reasoning)
@@ -43,28 +48,32 @@ def split(text: str) -> Split:
     return Split(answer, "\n\n".join(piece for piece in inner if piece), "".join(markup))
 
 
-def split_pair(text: str, opener: str, closer: str) -> Split:
+def split_pair(text: str, opener: str, closer: str, closed_only: bool = False) -> Split:
     """Linear: each marker is found once with str.find. Qwen3 and DeepSeek-R1 templates put `<think>` in the
-    prompt, so a reply may open inside reasoning and only close it; an unclosed opener runs to the end."""
+    prompt, so a reply may open inside reasoning and only close it; an unclosed opener runs to the end (unless the
+    pair is `closed_only`). A span that opens right where the one before closed continues it (a server that wraps
+    each streamed chunk's reasoning in its own pair cuts words in half: `myaw</reasoning><reasoning>esome`)."""
     answer: list[str] = []
     inner: list[str] = []
     markup: list[str] = []
     position = 0
     first_close, first_open = text.find(closer), text.find(opener)
-    if first_close >= 0 and (first_open < 0 or first_close < first_open):
+    if first_close >= 0 and (first_open < 0 or first_close < first_open) and not closed_only:
         inner.append(text[:first_close])
         markup.append(text[: first_close + len(closer)])
         position = first_close + len(closer)
     while (start := text.find(opener, position)) >= 0:
-        answer.append(text[position:start])
         end = text.find(closer, start + len(opener))
-        if end < 0:
-            inner.append(text[start + len(opener) :])
-            markup.append(text[start:])
-            position = len(text)
+        if end < 0 and closed_only:
             break
-        inner.append(text[start + len(opener) : end])
-        markup.append(text[start : end + len(closer)])
-        position = end + len(closer)
+        if start > position or not inner:
+            answer.append(text[position:start])
+            inner.append("")
+        stop = len(text) if end < 0 else end
+        inner[-1] += text[start + len(opener) : stop]
+        markup.append(text[start : stop + (len(closer) if end >= 0 else 0)])
+        position = stop + (len(closer) if end >= 0 else 0)
+        if end < 0:
+            break
     answer.append(text[position:])
     return Split("".join(answer), "\n\n".join(piece.strip() for piece in inner if piece.strip()), "".join(markup))

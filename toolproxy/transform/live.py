@@ -297,3 +297,5 @@ class LiveChoice:
             self.extraction.issues.append("incremental: held text passed the hold-back limit and went out as text")
         if self._split.late_closer:
             self.extraction.issues.append("incremental: a reasoning closer without opener came after text was sent")
+        if self._split.unclosed:
+            self.extraction.issues.append("incremental: a reasoning opener never closed went out as reasoning")
