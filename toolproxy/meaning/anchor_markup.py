@@ -37,7 +37,7 @@ _WORD_MARKUP = (r"(?<![\w-])(?:assistant|commentary|analysis|final|json|(?i:call
 # a name, a lone `>` or `)` is prose's (`>>> name`, a doctest), never a tag's end.
 # Typographic quotes too (DeepSeek V4 writes `name=\u201cx\u201d`).
 _BETWEEN = r"[ \t\r\n\[\](){}\"'\u201c\u201d\u2018\u2019|,;>:=]"
-_BEFORE = r"[ \t\r\[({\"'\u201c\u2018|,/]"  # and a slash command's `/`
+_BEFORE = r"[ \t\r\[({\"'\u201c\u2018|,/:]"  # and a slash command's `/`, Gemma 4's `<|tool_call>:name`
 _ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|{_LABEL}|{_TAG_WORD}|{_INDEX}|{_WORD_MARKUP}"  # longest first
 _OPEN_TAG = r"<[^<>\n`]{0,160}"  # a tag still open where the name begins: `<function=`, `<invoke name="`
 MARKUP = re.compile(rf"(?:{_ITEMS}|{_BETWEEN})*+(?:{_OPEN_TAG})?")
