@@ -28,12 +28,16 @@ class MarkedJsonDialect:
     opener: str
     closer: str
     named: bool = False  # each call is `{"NAME": {arguments}}`, as Apertus writes them
+    around: tuple[str, str] | None = None  # a block around the calls (K2 Horizon's `<ifm|tool_calls>`), absorbed
 
     holds_only_markers = True
 
     @property
     def markup(self) -> Markup:
-        return Markup((self.opener,), (self.closer,), ((self.opener, self.closer),))
+        if self.around is None:
+            return Markup((self.opener,), (self.closer,), ((self.opener, self.closer),))
+        return Markup((self.opener, self.around[0]), (self.closer, self.around[1]),
+                      ((self.opener, self.closer), self.around))
 
     def markers(self, tools: ToolIndex) -> tuple[str, ...]:
         return (self.opener,)

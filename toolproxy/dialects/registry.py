@@ -24,7 +24,7 @@ from toolproxy.dialects.command_r import CommandRDialect
 from toolproxy.dialects.deepseek import DeepSeekDialect
 from toolproxy.dialects.functionary import FunctionaryV3Dialect, FunctionaryV31Dialect
 from toolproxy.dialects.gemma4 import Gemma4Dialect
-from toolproxy.dialects.glm_xml import GlmXmlDialect
+from toolproxy.dialects.glm_xml import GlmTags, GlmXmlDialect
 from toolproxy.dialects.harmony import HarmonyDialect
 from toolproxy.dialects.inkling import InklingDialect
 from toolproxy.dialects.invoke_tags import XTML
@@ -85,6 +85,11 @@ DIALECTS: dict[str, Dialect] = {
     "qwen3_coder": Qwen3XmlDialect(),
     "functionary_v31": FunctionaryV31Dialect(),
     "glm": GlmXmlDialect(),
+    # K2 Horizon: GLM's tags behind an `ifm|` prefix (a type tag before a value allowed), or Hermes JSON in its own
+    # call tags; `<ifm|tool_calls>` around them (vLLM's k2_horizon parser).
+    "k2_horizon": GlmXmlDialect("k2_horizon", GlmTags("ifm|", wrapper="tool_calls")),
+    "k2_horizon_json": MarkedJsonDialect("k2_horizon_json", "<ifm|tool_call>", "</ifm|tool_call>",
+                                         around=("<ifm|tool_calls>", "</ifm|tool_calls>")),
     "olmo3": WrappedCallsDialect("olmo3", "<function_calls>", "</function_calls>", lines=True),
     # dots.llm's wrapper around Cline's invokes; before invoke_xml, which would take the bare invoke inside and
     # leave the wrapper.
