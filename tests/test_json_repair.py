@@ -39,9 +39,16 @@ REPAIRED = [
         ("single quotes", "python literals", "trailing comma", "missing closing brace"),
     ),
     ('{"a": "{\'b\': True,}"}', {"a": "{'b': True,}"}, ()),
+    # A Windows path as Qwen3-Coder writes it (SHIELD2.0's capture): `\U` escapes nothing, so every backslash is
+    # the path's own, `\t` included; a string that escapes one (`\\`) is left to json.loads.
+    (r'{"path":"C:\Users\imend\Desktop\test.txt"}', {"path": r"C:\Users\imend\Desktop\test.txt"},
+     ("raw backslashes",)),
+    (r'{"pattern": "\d+\.\d+", "q": "say \"hi\""}', {"pattern": r"\d+\.\d+", "q": 'say "hi"'},
+     ("raw backslashes",)),
 ]
 
 REFUSED = [
+    r'{"path": "C:\\dir\Users"}',  # one backslash escaped, one not: which did the writer mean?
     '{"a": "unterminated',  # cut inside a string: where it ended is a guess
     '{"a": "x\\"',  # the last quote is escaped, so the string is still open
     '{"a": }',

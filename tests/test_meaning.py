@@ -164,3 +164,23 @@ def test_seed_oss_thinking_is_reasoning():
     text = "<seed:think>The user wants a listing.</seed:think>Listing." + call("bash", {"command": "ls"})
     extraction = extract(text, TOOLS)
     assert extraction.reasoning == "The user wants a listing." and extraction.content() == "Listing."
+
+
+SEARCH = {"search": {"type": "object", "required": ["query"], "properties": {
+    "query": {"type": "string"}, "phase": {"type": "string", "enum": ["induction", "maintenance"]},
+    "drug": {"type": "string"}}}}
+
+
+def test_optional_values_written_as_none_are_dropped_only_to_mend_a_call():
+    """Gemma 4 wrote `phase:<|"|>None<|"|>,drug:<|"|>None<|"|>` for filters it did not set (Begleiter's capture,
+    set 10): the enum refuses the word, so every optional word for no value goes; a call that validates as written
+    keeps its words, and a required one is never dropped."""
+    mended = extract(call("search", {"query": "x", "phase": "None", "drug": "None"}), SEARCH)
+    assert [(c.name, c.arguments) for c in mended.calls] == [("search", {"query": "x"})]
+    assert any("word for no value" in issue for issue in mended.issues)
+    valid = extract(call("search", {"query": "x", "drug": "None"}), SEARCH)
+    assert [c.arguments for c in valid.calls] == [{"query": "x", "drug": "None"}]
+    phase_required = {"search": {**SEARCH["search"], "required": ["query", "phase"]}}
+    required = extract(call("search", {"query": "x", "phase": "None"}), phase_required,
+                       policy=Policy(invalid_arguments="text"))
+    assert required.calls == []

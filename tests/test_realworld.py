@@ -28,8 +28,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 294
-MIN_STREAMING_PASSED = 294
+MIN_ONE_SHOT_PASSED = 335
+MIN_STREAMING_PASSED = 335
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -56,6 +56,11 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     "minimax_m2_invoke_without_angle_brackets_exo": "MiniMax's invoke form with every '<' and '</' lost is not read",
     "qwen38_unclosed_xml_key_value_line_websearch_omlx": "Qwen3-Coder arguments drifted into one line of key=value "
     "pairs, no closers, are not read",
+    # Sets 10 and 11, joined after their figures were taken unseen (docs/heldout.md).
+    "set11_d_02_nocall_glm46_bigmodel_routecodex": "a no-call answer's leading line break is trimmed (as above)",
+    "set11_d_03_glm52_xlc_routecodex": "Kimi K2's section tokens with a call id where the tool's name belongs "
+    "(`<|tool_call_begin|> call_1jDJ... <|tool_call_argument_begin|> {...}`): the name is lost, and choosing the tool "
+    "whose schema the arguments fit would be a guess",
 }
 # A case that fails one-shot fails streaming too (streaming must give the same result); these fail only there.
 XFAIL_STREAMING_ONLY: dict[str, str] = {}

@@ -20,9 +20,9 @@ _TOKEN = re.compile(TOKEN)
 
 _TAG = r"<[^<>\n`]{1,160}>"  # `<tool_call>`, `</function>`, `<｜DSML｜invoke name="x">`, `<|im_end|>`
 _BRACKETED = r"\[[^\[\]\n`]{1,64}\]"  # `[TOOL_CALLS]`, `[ARGS]`, `[/read_file]`
-# A label of one or two words: `name="`, `"tool": "`, `call:`, `Action: `, `Action Input: `, `args=`.
-# `=` is written without spaces around it (`key = value` is code: `result = read_file(...)`).
-_LABEL = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?[\"']?(?:[ \t]?:[ \t]?|=)[\"']?"
+# A label of one or two words: `name="`, `"tool": "`, `call:`, `Action: `, `Action Input: `, `args=`, and a hash's
+# `tool => "` (Ruby, Perl). `=` is written without spaces around it (`key = value` is code: `result = read_file(...)`).
+_LABEL = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?[\"']?(?:[ \t]?:[ \t]?|=|[ \t]?=>[ \t]?)[\"']?"
 # A word that names the markup it stands in: before a tag or token (`<|constrain|>json<|message|>`), before an
 # attribute (`<|open|>argument key="`), or an index after a name (`functions.read:0`).
 _TAG_WORD = r"\w{1,32}(?=[<\[]|[ \t][\w-]{1,32}=)"
@@ -65,8 +65,14 @@ _NAMESPACE = re.compile(r"(?:[A-Za-z_][\w-]{0,31}\.)+\Z")
 _AFTER = re.compile(rf"(?:{TOKEN}|{_TAG}|{_BRACKETED}|```|/>|[ \t\r\])}}\"'>,;])*+")  # longest first
 # A whole line of nothing but tags, tokens and brackets (a wrapper's opener or closer on its own line; a closer
 # that lost its `<` and `/`, `function>`).
-_LINE_ITEMS = rf"{TOKEN}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>"
+# One word in its own tags is a field of the call's markup too (`<server>filesystem</server>` before `<tool>read_file
+# </tool>`, as an MCP desktop app's prompt format has it); words with spaces between them are prose.
+_FIELD = r"<([\w-]{1,32})>[\w.:/-]{1,64}</\1>"
+_LINE_ITEMS = rf"{TOKEN}|{_FIELD}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>"
 _MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{_LINE_ITEMS})[ \t\r]*+)++")
+# Before a call, the same but for a tag that closes itself (`<goal status="completed"/>`): a whole element, a
+# statement of its own, not an opener of the call.
+_OPENER_LINE = re.compile(rf"[ \t\r]*+(?:(?!<[^<>\n]*/>)(?:{_LINE_ITEMS})[ \t\r]*+)++")
 _FENCED_LINE = re.compile(rf"[ \t\r]*+(?:(?:{_LINE_ITEMS}|```)[ \t\r]*+)++")  # and a code fence's closing line
 _CLOSING_LINE = re.compile(r"[ \t]*(?:</|\[/|<\|/)")  # a line that closes (`[/read_file]`): no next call
 LINE_REACH = 256  # how far along its line a name's neighbours are read
@@ -187,7 +193,7 @@ def markup_lines_before(text: str, line_start: int, floor: int, limit: int = 8) 
         start = max(previous, floor)
         if (previous == 0 and line_start - 1 - LINE_REACH > floor) or start == line_start - 1:
             break
-        if _MARKUP_LINE.fullmatch(text, start, line_start - 1) is None:
+        if _OPENER_LINE.fullmatch(text, start, line_start - 1) is None:
             break
         line_start = start
     return line_start

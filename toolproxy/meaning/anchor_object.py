@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from toolproxy.meaning.json_repair import raw_string
+
 _REACH = 65536  # the longest object read
 _MAX_DEPTH = 32
 _CLOSING = {"{": "}", "(": ")", "[": "]"}
@@ -155,7 +157,7 @@ def quoted(text: str, position: int, stop: int) -> tuple[str, int] | None:
         try:
             value, end = json.JSONDecoder().raw_decode(text, position)
         except ValueError:
-            return None
+            return raw_string(text, position, stop)  # `"C:\Users\x"`: a Windows path's own backslashes
         return (value, end) if isinstance(value, str) else None
     end = text.find("'", position + 1, stop)
     return (text[position + 1 : end], end + 1) if end >= 0 and "\n" not in text[position:end] else None

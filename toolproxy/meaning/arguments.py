@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from toolproxy.dialects.base import Call
+from toolproxy.meaning import schema
 from toolproxy.meaning.json_repair import repair_arguments
 
 # Keys models wrap all the arguments in when the schema has no such property (DeepSeek V3.2 and V4 write
@@ -63,9 +64,8 @@ def unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, issues: l
         return arguments
     (key, inner), = arguments.items()
     if isinstance(inner, str) and inner.lstrip().startswith("{"):
-        try:
-            inner = json.loads(inner)  # the object written as a string (`string="true"`)
-        except (ValueError, RecursionError):
+        inner = repair_arguments(inner).value  # the object written as a string (`string="true"`), mended as any
+        if inner is None:
             return arguments
     if key not in _WRAPPER_KEYS or key in properties or not isinstance(inner, dict) or not inner:
         return arguments
@@ -109,3 +109,28 @@ def _decode_twice(value: Any, call: Call, issues: list[str]) -> Any:
         issues.append(f"{call.dialect}: arguments of {call.name!r} were encoded twice; decoded")
         return inner
     return value
+
+
+_NULL_WORDS = frozenset({"None", "null", "NULL", "nil"})
+
+
+def validated(arguments: dict[str, Any], tool_schema: Any) -> tuple[dict[str, Any], list[str], bool]:
+    """The arguments, the schema's problems with them, and whether optional arguments written as a word for no
+    value (`"None"`, `"null"`) were dropped to mend them: only when the call fails as written (Gemma 4 writes
+    `phase:<|"|>None<|"|>` for a filter it does not set, and the enum refuses the word). Raises
+    schema.SchemaProblem as schema.validate does."""
+    problems = schema.validate(arguments, tool_schema)
+    emptied = _null_words_dropped(arguments, tool_schema) if problems else None
+    if emptied is not None and not schema.validate(emptied, tool_schema):
+        return emptied, [], True
+    return arguments, problems, False
+
+
+def _null_words_dropped(arguments: dict[str, Any], tool_schema: Any) -> dict[str, Any] | None:
+    properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
+    required = tool_schema.get("required", ()) if isinstance(tool_schema, dict) else ()
+    if not isinstance(properties, dict) or not isinstance(required, list | tuple):
+        return None
+    empty = [key for key, value in arguments.items()
+             if isinstance(value, str) and value.strip() in _NULL_WORDS and key in properties and key not in required]
+    return {key: value for key, value in arguments.items() if key not in empty} if empty else None

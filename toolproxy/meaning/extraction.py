@@ -19,7 +19,7 @@ from toolproxy.dialects.chain import ChainScanner, scan_whole
 from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
-from toolproxy.meaning.arguments import arguments_object, placeholders_only, unwrapped
+from toolproxy.meaning.arguments import arguments_object, placeholders_only, unwrapped, validated
 from toolproxy.meaning.holdback import wrapper_close, wrapper_opener
 from toolproxy.meaning.lookalike import demote_quoted, is_attempted
 from toolproxy.meaning.recovery import recover
@@ -240,7 +240,7 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
     if placeholders_only(arguments):
         extraction.fail(f"{call.dialect}: arguments of {call.name!r} are placeholders only; an example, kept as text")
         return Text(call.source)
-    problems = _problems(arguments, tools[call.name])
+    arguments, problems = _checked(call, arguments, tools[call.name], extraction)
     if problems:
         verdict = "kept as text" if policy.invalid_arguments == "text" else "passed on"
         extraction.fail(f"{call.dialect}: arguments of {call.name!r} fail the schema ({'; '.join(problems)}); "
@@ -250,8 +250,13 @@ def _verdict(call: Call, tools: ToolIndex, policy: Policy, extraction: Extractio
     return Call(call.name, arguments, call.source, call.dialect)
 
 
-def _problems(arguments: dict[str, Any], tool_schema: Any) -> list[str]:
+def _checked(call: Call, arguments: dict[str, Any], tool_schema: Any,
+             extraction: Extraction) -> tuple[dict[str, Any], list[str]]:
     try:
-        return schema.validate(arguments, tool_schema)
+        arguments, problems, emptied = validated(arguments, tool_schema)
     except schema.SchemaProblem as problem:
-        return [f"the tool's schema is unusable: {problem}"]
+        return arguments, [f"the tool's schema is unusable: {problem}"]
+    if emptied:
+        extraction.issues.append(f"{call.dialect}: optional arguments of {call.name!r} written as a word for no "
+                                 "value (`None`) dropped")
+    return arguments, problems

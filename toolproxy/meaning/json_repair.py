@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import string
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -24,6 +25,7 @@ SINGLE_QUOTES = "single quotes"
 PYTHON_LITERALS = "python literals"
 UNQUOTED_KEYS = "unquoted keys"
 DOUBLE_ENCODED = "double encoded"
+RAW_BACKSLASHES = "raw backslashes"
 
 # Only JSON's own whitespace: anything else outside a string would make json.loads fail anyway.
 _WHITESPACE = frozenset(" \t\n\r")
@@ -205,11 +207,15 @@ class _Scanner:
         if end < 0:
             # A string cut off mid-way: where it was meant to end, and what followed, is anyone's guess.
             raise _Refused("unterminated string")
+        body = self.text[self.pos + 1 : end]
+        if quote == '"' and _is_raw(body):  # (single quotes are Python's, whose escapes are others)
+            body = _RAW_ESCAPES.sub(lambda _: "\\\\", body)  # each backslash doubled: the text's own
+            self._fix(RAW_BACKSLASHES)
         if quote == "'":
-            self.out.append('"' + _requote(self.text[self.pos + 1 : end]) + '"')
+            self.out.append('"' + _requote(body) + '"')
             self._fix(SINGLE_QUOTES)
         else:
-            self.out.append(self.text[self.pos : end + 1])
+            self.out.append('"' + body + '"')
         if self.expect in _KEY_STATES:
             self.expect = _Expect.COLON
         else:
@@ -272,6 +278,31 @@ def _string_end(text: str, start: int, quote: str) -> int:
         if pos > close:
             close = text.find(quote, pos)
     return -1
+
+
+# A backslash before anything but a quote: in a string that is raw, each of them stands for itself.
+_RAW_ESCAPES = re.compile(r"\\(?=[^\"'])")
+_INVALID_ESCAPE = re.compile(r"\\(?:[^\"\\/bfnrtu']|u(?![0-9A-Fa-f]{4}))")
+
+
+def _is_raw(body: str) -> bool:
+    """Whether a string's backslashes are the text's own, not escapes: one of them escapes nothing JSON knows
+    (`C:\\Users\\imend\\Desktop\\test.txt` as Qwen3-Coder writes a Windows path; its `\\t` is then no tab either),
+    and no `\\\\` pair says the writer did escape."""
+    return "\\" in body and "\\\\" not in body and _INVALID_ESCAPE.search(body) is not None
+
+
+def raw_string(text: str, start: int, stop: int) -> tuple[str, int] | None:
+    """The double-quoted string at `text[start]` read as raw (`_is_raw`) and where it ends, or None: for readers
+    that decode one value at a time (the name-anchored fallback)."""
+    end = _string_end(text[:stop], start + 1, '"')
+    body = text[start + 1 : end] if end >= 0 else ""
+    if not _is_raw(body) or "\n" in body:
+        return None
+    try:
+        return json.loads('"' + _RAW_ESCAPES.sub(lambda _: "\\\\", body) + '"'), end + 1
+    except ValueError:
+        return None
 
 
 def _requote(body: str) -> str:

@@ -22,7 +22,7 @@ from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
 from toolproxy.meaning import schema
 from toolproxy.meaning.anchor import anchored_calls, anchored_names
 from toolproxy.meaning.anchor_markup import after_markup, markup_lines_after, markup_lines_before
-from toolproxy.meaning.arguments import unwrapped
+from toolproxy.meaning.arguments import unwrapped, validated
 from toolproxy.meaning.json_repair import RepairResult, repair_arguments
 from toolproxy.meaning.recovery_xml import Read, read_arrow_call, read_kimi_call, read_xml_call
 
@@ -222,7 +222,7 @@ def _checked(name: str, arguments: Any, tools: ToolIndex, issues: list[str], rul
         return None
     typed = schema.coerce(arguments, tool_schema)
     try:
-        problems = schema.validate(typed, tool_schema)
+        typed, problems, _ = validated(typed, tool_schema)
     except schema.SchemaProblem:
         return None
     if problems:
