@@ -5,7 +5,8 @@ The rule, one line: a call with text on both sides of it on the same line is quo
 common case (`` `<tool_call>...</tool_call>` `` always has a backtick on each side), a call mid-sentence the
 other. A call alone on its line, one that ends a sentence ("Reading it now: <tool_call>..."), one that starts a
 line with text after it, and one inside a code fence (models do fence real calls; the fence lines are their own)
-are all real. Calls next to each other are each other's neighbours, not text, so a run of calls stays calls. A
+are all real. Calls next to each other are each other's neighbours, not text, so a run of calls stays calls (a
+`;` or `,` between them included). A
 call that begins and ends with special tokens (`<|python_start|>...<|python_end|>`, tokens.py's shapes) is the
 model's own markup, not a quotation, unless a quote mark or backtick stands right beside it (SGLang's pythonic
 detector test writes such a call between two sentences).
@@ -37,8 +38,9 @@ class Quoting:
 def demote_quoted(segments: list[Segment]) -> Quoting:
     """The segments with every quoted call turned back into its own text (so no character is lost)."""
     result = Quoting([])
+    runs = _runs(segments)
     for index, segment in enumerate(segments):
-        if isinstance(segment, Call) and _is_quoted(segments, index):
+        if isinstance(segment, Call) and _is_quoted(segments, *runs[index]):
             result.quoted.append(segment)
             result.segments.append(Text(segment.source))
         else:
@@ -47,16 +49,38 @@ def demote_quoted(segments: list[Segment]) -> Quoting:
     return result
 
 
-def _is_quoted(segments: list[Segment], index: int) -> bool:
-    before = segments[index - 1] if index > 0 else None
-    after = segments[index + 1] if index + 1 < len(segments) else None
+def _runs(segments: list[Segment]) -> list[tuple[int, int]]:
+    """For each segment, the first and last index of the run of calls it stands in: calls separated by nothing but
+    a `;` or `,` (`{...}; {...}; {...}` as Llama 3 writes several) are judged as one, by the text around the run."""
+    firsts, lasts = list(range(len(segments))), list(range(len(segments)))
+    for index in range(2, len(segments)):
+        if isinstance(segments[index], Call) and _separates_calls(segments, index - 1):
+            firsts[index] = firsts[index - 2]
+    for index in reversed(range(len(segments) - 2)):
+        if isinstance(segments[index], Call) and _separates_calls(segments, index + 1):
+            lasts[index] = lasts[index + 2]
+    return list(zip(firsts, lasts, strict=True))
+
+
+def _separates_calls(segments: list[Segment], index: int) -> bool:
+    """Whether the text at `index` is only a separator (`;`, `,`, spaces) between two calls."""
+    text = segments[index]
+    return (0 < index < len(segments) - 1 and isinstance(text, Text) and len(text.text) <= 8
+            and not text.text.strip(" \t;,") and isinstance(segments[index - 1], Call)
+            and isinstance(segments[index + 1], Call))
+
+
+def _is_quoted(segments: list[Segment], first: int, last: int) -> bool:
+    """Whether the run of calls `segments[first..last]` (often one call) is quoted on its line."""
+    before = segments[first - 1] if first > 0 else None
+    after = segments[last + 1] if last + 1 < len(segments) else None
     if not isinstance(before, Text) or not isinstance(after, Text):
         return False
-    source = segments[index].source  # type: ignore[union-attr]
+    opening, closing = segments[first].source, segments[last].source  # type: ignore[union-attr]
     # A call whose own markup spans line breaks at its edges (a fence absorbed with it) stands on its own lines.
-    if source[:1] == "\n" or source[-1:] == "\n":
+    if opening[:1] == "\n" or closing[-1:] == "\n":
         return False
-    if _is_tokened(source) and before.text[-1:] not in _QUOTES and after.text[:1] not in _QUOTES:
+    if _is_tokened(opening, closing) and before.text[-1:] not in _QUOTES and after.text[:1] not in _QUOTES:
         return False
     line_before = before.text[before.text.rfind("\n") + 1 :]
     end = after.text.find("\n")
@@ -70,9 +94,10 @@ _QUOTES = _CLOSING_QUOTES + "\u201c\u2018\u00ab"  # and typographic opening ones
 _WORD_AFTER = re.compile(r"[ \t]+[^\s{\[<(\"'`]")  # white space, then a word, not JSON, a tag or a quote
 
 
-def _is_tokened(source: str) -> bool:
-    """Whether a call's source opens and closes with a special token (each looked for within its bounded length)."""
-    return token_end(source, 0) is not None and strip_trailing_token(source) != source
+def _is_tokened(opening: str, closing: str) -> bool:
+    """Whether a call's source (or a run's first and last) opens and closes with a special token (each looked for
+    within its bounded length)."""
+    return token_end(opening, 0) is not None and strip_trailing_token(closing) != closing
 
 
 def quotes_markup(text: str, start: int, end: int) -> bool:
