@@ -83,6 +83,11 @@ def is_markup(text: str, start: int, end: int) -> bool:
     return MARKUP.fullmatch(text, start, end) is not None
 
 
+def is_tags(text: str) -> bool:
+    """Whether `text` is nothing but tags, tokens and brackets (and the space between them)."""
+    return _MARKUP_LINE.fullmatch(text) is not None
+
+
 def is_gap(text: str, start: int, end: int) -> bool:
     """Whether `text[start:end]`, between a name and its arguments, is markup only; a code fence may open there
     (`name` then ```` ```json ````, as DeepSeek V3 writes)."""

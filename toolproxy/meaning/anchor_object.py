@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from toolproxy.meaning.json_repair import raw_string
+from toolproxy.meaning.json_strings import raw_string
 
 _REACH = 65536  # the longest object read
 _MAX_DEPTH = 32

@@ -114,6 +114,12 @@ class ReasoningStream:
         self._waiting, self._looked = None, 0
         return False
 
+    def issues(self) -> list[str]:
+        """What the stream could not do as the whole-text split does, said once it has finished."""
+        return [issue for issue, happened in (
+            ("incremental: a reasoning closer without opener came after text was sent", self.late_closer),
+            ("incremental: a reasoning opener never closed went out as reasoning", self.unclosed)) if happened]
+
     def thought(self) -> str:
         """The reasoning as the whole-text split gives it: each block trimmed, blank lines between."""
         blocks = ("".join(block).strip() for block in self._blocks)

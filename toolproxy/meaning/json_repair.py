@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import string
 from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Any
 
+from toolproxy.meaning.json_strings import is_raw, requote, string_end, unraw
 from toolproxy.wire.jsonwire import depth_exceeds
 
 MAX_DEPTH = 64
@@ -203,16 +203,16 @@ class _Scanner:
         self.pos += 1
 
     def _string(self, quote: str) -> None:
-        end = _string_end(self.text, self.pos + 1, quote)
+        end = string_end(self.text, self.pos + 1, quote)
         if end < 0:
             # A string cut off mid-way: where it was meant to end, and what followed, is anyone's guess.
             raise _Refused("unterminated string")
         body = self.text[self.pos + 1 : end]
-        if quote == '"' and _is_raw(body):  # (single quotes are Python's, whose escapes are others)
-            body = _RAW_ESCAPES.sub(lambda _: "\\\\", body)  # each backslash doubled: the text's own
+        if quote == '"' and is_raw(body):  # (single quotes are Python's, whose escapes are others)
+            body = unraw(body)
             self._fix(RAW_BACKSLASHES)
         if quote == "'":
-            self.out.append('"' + _requote(body) + '"')
+            self.out.append('"' + requote(body) + '"')
             self._fix(SINGLE_QUOTES)
         else:
             self.out.append('"' + body + '"')
@@ -263,62 +263,3 @@ class _Scanner:
         # vLLM sometimes drops the final brace of tool arguments (vllm-project/vllm#32152, #22885).
         self.out.append("".join(reversed(self.closers)))
         self._fix(MISSING_CLOSER)
-
-
-def _string_end(text: str, start: int, quote: str) -> int:
-    """Index of the quote that closes a string whose body starts at `start`, or -1 when the text ends first.
-    Jumps with str.find instead of stepping per character; each search starts past the last, so it stays linear."""
-    pos = start
-    close = text.find(quote, pos)
-    while close >= 0:
-        escape = text.find("\\", pos, close)
-        if escape < 0:
-            return close
-        pos = escape + 2  # a backslash escapes whatever follows it, the quote included
-        if pos > close:
-            close = text.find(quote, pos)
-    return -1
-
-
-# A backslash before anything but a quote: in a string that is raw, each of them stands for itself.
-_RAW_ESCAPES = re.compile(r"\\(?=[^\"'])")
-_INVALID_ESCAPE = re.compile(r"\\(?:[^\"\\/bfnrtu']|u(?![0-9A-Fa-f]{4}))")
-
-
-def _is_raw(body: str) -> bool:
-    """Whether a string's backslashes are the text's own, not escapes: one of them escapes nothing JSON knows
-    (`C:\\Users\\imend\\Desktop\\test.txt` as Qwen3-Coder writes a Windows path; its `\\t` is then no tab either),
-    and no `\\\\` pair says the writer did escape."""
-    return "\\" in body and "\\\\" not in body and _INVALID_ESCAPE.search(body) is not None
-
-
-def raw_string(text: str, start: int, stop: int) -> tuple[str, int] | None:
-    """The double-quoted string at `text[start]` read as raw (`_is_raw`) and where it ends, or None: for readers
-    that decode one value at a time (the name-anchored fallback)."""
-    end = _string_end(text[:stop], start + 1, '"')
-    body = text[start + 1 : end] if end >= 0 else ""
-    if not _is_raw(body) or "\n" in body:
-        return None
-    try:
-        return json.loads('"' + _RAW_ESCAPES.sub(lambda _: "\\\\", body) + '"'), end + 1
-    except ValueError:
-        return None
-
-
-def _requote(body: str) -> str:
-    """The body of a single-quoted string as the body of a double-quoted one: `\\'` needs no escape any more and a
-    bare `"` now does. Other escapes stay as written; json.loads refuses the Python-only ones such as `\\x41`."""
-    if "\\" not in body:
-        return body.replace('"', '\\"')
-    parts: list[str] = []
-    pos = 0
-    while pos < len(body):
-        char = body[pos]
-        if char == "\\":
-            pair = body[pos : pos + 2]
-            parts.append("'" if pair == "\\'" else pair)
-            pos += 2
-        else:
-            parts.append('\\"' if char == '"' else char)
-            pos += 1
-    return "".join(parts)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from toolproxy.dialects.base import Call, Segment, Text, merge_text
 from toolproxy.dialects.tokens import strip_trailing_token, token_end
+from toolproxy.meaning.anchor_markup import is_tags
 
 
 @dataclass(slots=True)
@@ -85,6 +86,8 @@ def _is_quoted(segments: list[Segment], first: int, last: int) -> bool:
     line_before = before.text[before.text.rfind("\n") + 1 :]
     end = after.text.find("\n")
     line_after = after.text if end < 0 else after.text[:end]
+    if is_tags(line_before) and is_tags(line_after):
+        return False  # tags of a wrapper no dialect declared around it (`<x|calls><x|call>{...}</x|call></x|calls>`)
     return bool(line_before.strip()) and bool(line_after.strip())
 
 

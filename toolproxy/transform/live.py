@@ -295,7 +295,4 @@ class LiveChoice:
             self.extraction.issues.append(f"parallel_tool_calls is false: {self._dropped} further call(s) dropped")
         if self._scanner.overflowed:
             self.extraction.issues.append("incremental: held text passed the hold-back limit and went out as text")
-        if self._split.late_closer:
-            self.extraction.issues.append("incremental: a reasoning closer without opener came after text was sent")
-        if self._split.unclosed:
-            self.extraction.issues.append("incremental: a reasoning opener never closed went out as reasoning")
+        self.extraction.issues += self._split.issues()
