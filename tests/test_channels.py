@@ -120,3 +120,13 @@ def test_a_stream_in_any_pieces_splits_as_the_whole_text(text: str, sizes: list[
     if not stream.late_closer and not stream.unclosed:
         answer = "".join(piece for is_reasoning, piece in pieces if not is_reasoning)
         assert (answer, stream.thought()) == (split(text).answer, split(text).reasoning)
+
+
+@pytest.mark.parametrize("text", ["<reasoning>x</reasoning>" * 100_000, "<think>a</think>b" * 100_000,
+                                  "<reasoning>" * 100_000, "</reasoning>" * 100_000])
+def test_reasoning_floods_stay_linear(text: str) -> None:
+    """A hundred thousand touching spans (Bedrock's one pair per chunk, a long answer) are joined once."""
+    started = time.process_time()
+    parts = split(text)
+    assert time.process_time() - started < 2
+    assert len(parts.answer) + len(parts.markup) == len(text)

@@ -54,12 +54,12 @@ def split_pair(text: str, opener: str, closer: str, closed_only: bool = False) -
     pair is `closed_only`). A span that opens right where the one before closed continues it (a server that wraps
     each streamed chunk's reasoning in its own pair cuts words in half: `myaw</reasoning><reasoning>esome`)."""
     answer: list[str] = []
-    inner: list[str] = []
+    inner: list[list[str]] = []  # each span's pieces (touching spans are one), joined once at the end
     markup: list[str] = []
     position = 0
     first_close, first_open = text.find(closer), text.find(opener)
     if first_close >= 0 and (first_open < 0 or first_close < first_open) and not closed_only:
-        inner.append(text[:first_close])
+        inner.append([text[:first_close]])
         markup.append(text[: first_close + len(closer)])
         position = first_close + len(closer)
     while (start := text.find(opener, position)) >= 0:
@@ -68,12 +68,13 @@ def split_pair(text: str, opener: str, closer: str, closed_only: bool = False) -
             break
         if start > position or not inner:
             answer.append(text[position:start])
-            inner.append("")
+            inner.append([])
         stop = len(text) if end < 0 else end
-        inner[-1] += text[start + len(opener) : stop]
+        inner[-1].append(text[start + len(opener) : stop])
         markup.append(text[start : stop + (len(closer) if end >= 0 else 0)])
         position = stop + (len(closer) if end >= 0 else 0)
         if end < 0:
             break
     answer.append(text[position:])
-    return Split("".join(answer), "\n\n".join(piece.strip() for piece in inner if piece.strip()), "".join(markup))
+    spans = ("".join(pieces).strip() for pieces in inner)
+    return Split("".join(answer), "\n\n".join(span for span in spans if span), "".join(markup))
