@@ -1,6 +1,7 @@
 """The reference tool-call parsers' own test cases as a conformance corpus (issue 20): the model outputs that the
-unit tests of vLLM (`tests/tool_parsers/`: the per-parser files and the shared `ToolParserTests` configs) and SGLang
-(`test/srt/test_function_call_parser.py`) feed their parsers, copied exactly, with what those tests expect.
+unit tests of vLLM (`tests/tool_parsers/`: the per-parser files and the shared `ToolParserTests` configs), SGLang
+(`test/srt/test_function_call_parser.py`) and llama.cpp (`tests/test-chat.cpp`'s template parser tests) feed their
+parsers, copied exactly, with what those tests expect.
 `tests/golden/reference/<server>/<case>.txt` is the model output and `<case>.json` its `source`
 (`owner/repo:path@commit`), `test` (the test's name), `parser`, the tools the test declares (or, said so in `note`,
 the minimal tools its expected calls imply) and the expected `content` and `tool_calls`. Where the proxy reads a case
@@ -29,8 +30,8 @@ from tests.corpus import Case, judge, load_cases, one_shot, streaming_disagreeme
 REFERENCE = Path(__file__).parent / "golden" / "reference"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 434
-MIN_STREAMING_PASSED = 434
+MIN_ONE_SHOT_PASSED = 675
+MIN_STREAMING_PASSED = 675
 MAX_FALSE_CALLS = 0
 
 EOS = ("`</s>` is no special-token shape (tokens.py knows `<|...|>`, `<｜...｜>`, `]<]...[>[`), so with prose glued "
@@ -64,6 +65,49 @@ XFAIL_ONE_SHOT: dict[str, str] = {
                     "MiniCPM 5's `<function name=...><param name=...>` is read by recovery (meaning/), which keeps "
                     "a `<![CDATA[...]]>` value's wrapper; no dialect declares the format (a registry line with the "
                     "invoke family let undeclared keys through: tried and taken back)"),
+    **dict.fromkeys([f"llamacpp/llamacpp_{name}" for name in (
+        "cohere2moe_l2877", "cohere2moe_l2888", "cohere2moe_l2894", "cohere2moe_l2905", "cohere2moe_l2938",
+        "cohere2moe_l2955", "cohereforai_c4ai_command_r7b_12_2024_tool_use_l2822",
+        "cohereforai_c4ai_command_r7b_12_2024_tool_use_l2824", "cohereforai_c4ai_command_r7b_12_2024_tool_use_l2837")],
+        "Command R7B's and Cohere2MoE's `<|START_THINKING|>...<|END_THINKING|>` reasoning (its opener often in the "
+        "prompt) and `<|START_RESPONSE|>`/`<|START_TEXT|>` answer wrappers: no reasoning pair or answer wrapper of "
+        "meaning/ declares them (the calls in `<|START_ACTION|>` are read)"),
+    "llamacpp/llamacpp_cohereforai_c4ai_command_r_plus_tool_use_l5893": (
+        "Command R+'s `<|CHATBOT_TOKEN|>...<|END_OF_TURN_TOKEN|>` around the answer stays in content"),
+    **dict.fromkeys([f"llamacpp/llamacpp_mistralai_ministral_3_14b_reasoning_2512_{line}"
+                     for line in ("l2611", "l2625", "l2660")],
+                    "Magistral's and Ministral 3's `[THINK]...[/THINK]` is no reasoning pair of meaning/reasoning.py"),
+    **dict.fromkeys([f"llamacpp/llamacpp_google_gemma_4_31b_it_{line}" for line in ("l3155", "l3167", "l3173")],
+                    "Gemma 4's stray channel tokens around an empty thought (a `<channel|>` after the answer, a "
+                    "doubled `<|channel>` before it) stay in content; the reference drops them"),
+    **dict.fromkeys([f"llamacpp/llamacpp_openai_gpt_oss_120b_{line}" for line in ("l6531", "l6567", "l6575")],
+                    "gpt-oss headers meaning/channels.py does not read: a final channel with `<|constrain|>json`, a "
+                    "`commentary to=assistant` header before the real channel"),
+    **dict.fromkeys([f"llamacpp/llamacpp_muse_glimmer_{line}" for line in (
+        "l6365", "l6372", "l6380", "l6398", "l6405", "l6414")],
+        "muse-glimmer's harmony-like messages (` to=user<|message|>`, ` to=self<|message|>` for reasoning, ` to=NAME"
+        "<|message|>` before an `<atem:function_calls>` invoke block, `<|eom|><|start|>assistant` between): no "
+        "dialect or channel reader declares them; the invoke calls are read, the headers stay in content"),
+    "llamacpp/llamacpp_meetkai_functionary_medium_v3_2_l5951": (
+        "Functionary v3.2's recipient line `all` (its `>>>` in the prompt) before the answer stays in content; "
+        "stripping a leading word would risk eating prose"),
+    "llamacpp/llamacpp_inclusionai_ling_3_0_flash_l4742": (
+        "Ling's end-of-turn token `<|role_end|>` after the answer stays in content"),
+    **dict.fromkeys([f"llamacpp/llamacpp_{name}" for name in (
+        "inclusionai_ling_3_0_flash_l4820", "minimax_m3_l5755", "qwen3_coder_l3871", "qwen3_coder_l3884")],
+        "a value for a property typed by `anyOf`/`oneOf` whose branches are not all strings (`{\"a\": 1}` for an "
+        "object-or-string, `7` for a number-or-string): meaning/schema.py leaves it a string; the reference types "
+        "it by the branch it parses as"),
+    "llamacpp/llamacpp_minimax_m3_l5793": (
+        "a `oneOf [string, object]` value written as nested tags: the proxy reads the object branch, the reference "
+        "the first branch, the markup kept as a string"),
+    "llamacpp/llamacpp_openbmb_minicpm5_1b_l6903": (
+        "a MiniCPM 5 `<![CDATA[...]]>` value holding `</param>`: recovery (meaning/) ends the value there; no "
+        "dialect declares the format"),
+    "llamacpp/llamacpp_openai_gpt_oss_120b_l6457": (
+        "a gpt-oss call with its recipient in the role part and its channel token after it (` to=functions.NAME"
+        "<|channel|>analysis<|message|>{...}`, `<|start|>assistant` in the prompt): meaning/channels.py takes the "
+        "analysis message, the call's JSON with it, for reasoning before any dialect sees it"),
 }
 # A case that fails one-shot fails streaming too; these fail only there.
 XFAIL_STREAMING_ONLY: dict[str, str] = {}
