@@ -23,6 +23,7 @@ from tests.fake_upstream import Received, Wire, completion
 from tests.sse_client import accumulate, parse_stream, read_stream
 from tests.test_dashboard import wait_for_records
 from tests.test_golden import CASES, load
+from tests.test_lookalike_calls import EXAMPLE_LED
 from toolproxy.config.settings import ConfigError, Settings, load_settings
 from toolproxy.meaning.access import AccessPolicy
 from toolproxy.meaning.extraction import Policy
@@ -395,3 +396,12 @@ def test_setting_from_environment_and_yaml(tmp_path):
         "incremental", "buffered")
     with pytest.raises(ConfigError, match=r"stream_strategy|STREAM_STRATEGY"):
         load_settings({"TOOLPROXY_STREAM_STRATEGY": "eager"})
+
+
+@pytest.mark.parametrize("text", EXAMPLE_LED)
+def test_a_call_led_to_as_an_example_stays_text_in_a_stream_at_every_split(text: str):
+    request = ToolRequest({"read": {"type": "object", "properties": {"path": {"type": "string"}}}})
+    want = buffered(text, request)
+    assert want[1] == []
+    for pieces in ([text], list(text), *([text[:cut], text[cut:]] for cut in range(1, len(text), 7))):
+        assert live(pieces, request) == want, pieces

@@ -77,6 +77,21 @@ def test_a_run_of_calls_on_one_line_is_judged_by_the_text_around_it():
     assert quoted.calls == []
 
 
+EXAMPLE_LED = [
+    f"You invoke it like this:\n{CALL}",  # muse-glimmer's answer in llama.cpp's test-chat.cpp
+    f"For example:\n```json\n{CALL}\n```",
+    f"The call would look like this: {CALL}",
+]
+
+
+@pytest.mark.parametrize("text", EXAMPLE_LED)
+def test_a_call_the_words_before_it_lead_to_as_an_example_is_not_made(text):
+    extraction = extract(text, TOOLS)
+    assert extraction.calls == [] and extraction.content() == text
+    assert any("example" in issue for issue in extraction.issues)
+    assert extract(f"Reading it now:\n{CALL}", TOOLS).calls  # words that say what the model does lead to a call
+
+
 def test_a_quoted_example_and_a_real_call_in_one_answer():
     text = f"The syntax is `{CALL}`, so here it goes:\n{CALL.replace('a.py', 'b.py')}"
     extraction = extract(text, TOOLS)

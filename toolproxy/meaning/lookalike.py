@@ -32,8 +32,8 @@ class Quoting:
     quoted: list[Call] = field(default_factory=list)  # the calls turned back into text, in order
 
     def issues(self) -> list[str]:
-        return [f"{call.dialect}: call to {call.name!r} quoted inside a line of text; kept as text"
-                for call in self.quoted]
+        return [f"{call.dialect}: call to {call.name!r} quoted inside a line of text (or led to as an example); "
+                "kept as text" for call in self.quoted]
 
 
 def demote_quoted(segments: list[Segment]) -> Quoting:
@@ -63,6 +63,20 @@ def _runs(segments: list[Segment]) -> list[tuple[int, int]]:
     return list(zip(firsts, lasts, strict=True))
 
 
+# The words a model leads to an example with, at the end of the sentence right before the call: "You invoke it like
+# this:", "For example:", "The call would look like this:". A model that makes a call says what it does ("Reading
+# it now:"), not how one is written.
+_EXAMPLE_LEAD = re.compile(r"(?i:\b(?:for example|for instance|e\.g\.|an example|example (?:call|usage|request)"
+                           r"|like this|like so|would look like|looks like this|the syntax(?: is)?)[^.!?\n:]{0,40}):"
+                           r"[ \t]*\n?(?:[ \t]*```[\w-]{0,16}[ \t]*\n)?[ \t]*\Z")
+LEAD_REACH = 160  # how far back from a call its leading words are looked for
+
+
+def introduces_example(text: str) -> bool:
+    """Whether `text`, the text right before a call, ends by leading to an example of a call."""
+    return _EXAMPLE_LEAD.search(text, max(0, len(text) - LEAD_REACH)) is not None
+
+
 def _separates_calls(segments: list[Segment], index: int) -> bool:
     """Whether the text at `index` is only a separator (`;`, `,`, spaces) between two calls."""
     text = segments[index]
@@ -72,9 +86,12 @@ def _separates_calls(segments: list[Segment], index: int) -> bool:
 
 
 def _is_quoted(segments: list[Segment], first: int, last: int) -> bool:
-    """Whether the run of calls `segments[first..last]` (often one call) is quoted on its line."""
+    """Whether the run of calls `segments[first..last]` (often one call) is quoted on its line, or shown as an
+    example by the words that lead to it."""
     before = segments[first - 1] if first > 0 else None
     after = segments[last + 1] if last + 1 < len(segments) else None
+    if isinstance(before, Text) and introduces_example(before.text):
+        return True
     if not isinstance(before, Text) or not isinstance(after, Text):
         return False
     opening, closing = segments[first].source, segments[last].source  # type: ignore[union-attr]

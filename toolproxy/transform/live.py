@@ -21,7 +21,7 @@ from toolproxy.meaning.holdback import (
     wrapper_opener,
     wrapper_tail,
 )
-from toolproxy.meaning.lookalike import demote_quoted
+from toolproxy.meaning.lookalike import LEAD_REACH, Quoting, demote_quoted, introduces_example
 from toolproxy.meaning.recovery import recover
 from toolproxy.transform.native_stream import NativeCalls
 from toolproxy.transform.response import ToolRequest, police
@@ -87,7 +87,7 @@ class LiveChoice:
         self._thinking = ContentWriter()
         self._tail = ""  # a wrapper opener in the making
         self._waiting: _Waiting | None = None
-        self._run = False  # text since the last call (the text "before" a call, for fences and quotes)
+        self._lead = ""  # the end of the text since the last call (the text "before" a call: fences, quotes)
         self._line_text = False  # the current line of that text holds more than whitespace
         self._quoted: list[Call] = []
         self.server_thought: list[str] = []  # the server's reasoning field, for the rescue
@@ -139,17 +139,21 @@ class LiveChoice:
             else:  # calls written as one list: neither quoted nor fenced (their neighbours are calls)
                 self._settle_waiting(out, final=True)
                 self._write(self._tail, out)
-                self._tail, self._run, self._line_text = "", False, False
+                self._tail, self._lead, self._line_text = "", "", False
                 self._emit(self._judge(list(group)), out)
 
     def _one_call(self, call: Call, out: Delta) -> None:
         self._settle_waiting(out, final=True)  # the text since the last call is complete
         opener = self._tail if self._tail and wrapper_opener(self._tail) is not None else ""
-        quotable = self._run and self._line_text and call.source[:1] != "\n" and call.source[-1:] != "\n"
-        if not opener:
+        quotable = bool(self._lead) and self._line_text and call.source[:1] != "\n" and call.source[-1:] != "\n"
+        example = introduces_example(self._lead)  # "You invoke it like this:" (lookalike.py)
+        if not opener or example:
             self._write(self._tail, out)
-        self._tail, self._run, self._line_text = "", False, False
-        if opener:
+        self._tail, self._lead, self._line_text = "", "", False
+        if example:
+            self._quoted.append(call)
+            self._write(call.source, out)
+        elif opener:
             judged = self._judge([call])
             if isinstance(judged[0], Text):  # refused: its text, fence or not, reads the same
                 self._write(opener, out)
@@ -174,7 +178,7 @@ class LiveChoice:
             return
         if text:
             newline = text.rfind("\n")
-            self._run = True
+            self._lead = (self._lead + text)[-LEAD_REACH:]
             self._line_text = bool(text[newline + 1 :].strip()) if newline >= 0 else (
                 self._line_text or bool(text.strip()))
         text = self._tail + text
@@ -287,9 +291,7 @@ class LiveChoice:
         self._note_unrecovered()
         leftover = Extraction([Text("".join(self._texts))])
         note_leftover_markup(leftover, self._request.tools, self._quoted)
-        self.extraction.issues += [f"{call.dialect}: call to {call.name!r} quoted inside a line of text; kept as text"
-                                   for call in self._quoted]
-        self.extraction.issues += leftover.issues
+        self.extraction.issues += Quoting([], self._quoted).issues() + leftover.issues
         self.extraction.failures += leftover.failures
         if self._dropped:
             self.extraction.issues.append(f"parallel_tool_calls is false: {self._dropped} further call(s) dropped")
