@@ -23,7 +23,8 @@ from toolproxy.dialects.registry import AUTO_ORDER
 from toolproxy.meaning.extraction import extract
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPORA = ("tests/golden/realworld", "tests/golden/reference/vllm", "tests/golden/reference/sglang")
+CORPORA = ("tests/golden/realworld", "tests/golden/reference/vllm", "tests/golden/reference/sglang",
+           "tests/golden/reference/llamacpp")
 
 
 Calls = list[tuple[str, object]]
