@@ -6,10 +6,11 @@ common case (`` `<tool_call>...</tool_call>` `` always has a backtick on each si
 other. A call alone on its line, one that ends a sentence ("Reading it now: <tool_call>..."), one that starts a
 line with text after it, and one inside a code fence (models do fence real calls; the fence lines are their own)
 are all real. Calls next to each other are each other's neighbours, not text, so a run of calls stays calls (a
-`;` or `,` between them included). A
-call that begins and ends with special tokens (`<|python_start|>...<|python_end|>`, tokens.py's shapes) is the
-model's own markup, not a quotation, unless a quote mark or backtick stands right beside it (SGLang's pythonic
-detector test writes such a call between two sentences).
+`;` or `,` between them included), and so are lines of nothing but tags around a call. A call that begins and
+ends with special tokens (`<|python_start|>...<|python_end|>`, tokens.py's shapes) is the model's own markup, not a
+quotation, unless a quote mark or backtick stands right beside it (SGLang's pythonic detector test writes such a
+call between two sentences). And a call the words right before it lead to as an example ("You invoke it like
+this:", "For example:") is shown, not made, wherever it stands.
 
 Markup no dialect read (`The `<tool_call>` tag indicates ...`) is judged by the same rule: quoted when text
 stands before it on its line and, after it, a closing quote or a word; a failed call's markup is followed by its
