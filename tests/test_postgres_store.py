@@ -144,17 +144,24 @@ def test_a_full_queue_drops_records_with_a_warning_and_a_counter(running: Postgr
     monkeypatch.setattr(translog, "MAX_PENDING", 3)
     proxy = serve(with_settings(settings, log_url=url, instance="box-1"))
     running.stop()
-    for _ in range(8):
-        upstream.completion("hello")
-        assert proxy.post(make_body()).status_code == 200  # the database down never fails a request
-    metrics = requests.get(f"{proxy.url}/metrics", timeout=30).text
-    assert 'toolproxy_log_dropped_records_total{reason="queue_full"} ' in metrics
-    dropped = float(metrics.split('toolproxy_log_dropped_records_total{reason="queue_full"} ')[1].split()[0])
-    assert dropped >= 4  # 8 records, at most 3 waiting and one in the writer's hands
-    assert "the store is not keeping up" in caplog.text
-    running.start()
+    try:
+        for _ in range(8):
+            upstream.completion("hello")
+            assert proxy.post(make_body()).status_code == 200  # the database down never fails a request
+        # A record is added when its answer has ended, after the client has it: wait for the last ones. 8 records,
+        # at most 3 waiting and one in the writer's hands.
+        assert wait_until(lambda: _dropped(proxy.url) >= 4)
+        assert "the store is not keeping up" in caplog.text
+    finally:
+        running.start()  # the next tests share the server
     records = wait_until(lambda: requests.get(f"{proxy.url}/dashboard/records.json", timeout=30).json()["records"])
     assert 1 <= len(records) <= 4
+
+
+def _dropped(url: str) -> float:
+    metrics = requests.get(f"{url}/metrics", timeout=30).text
+    counter = 'toolproxy_log_dropped_records_total{reason="queue_full"} '
+    return float(metrics.split(counter)[1].split()[0]) if counter in metrics else 0.0
 
 
 def test_the_dashboard_answers_while_the_database_holds_its_reads(url: str, serve: Callable[[Settings], ProxyServer],
