@@ -41,7 +41,7 @@ def placeholders_only(arguments: dict[str, Any]) -> bool:
 
 
 def _has_slot(value: str) -> bool:
-    return len(value) <= _SHORT_VALUE and "\n" not in value and _SLOT.search(value) is not None
+    return len(value) <= _SHORT_VALUE and "[" in value and "\n" not in value and _SLOT.search(value) is not None
 
 
 def strings(value: Any) -> Iterator[str]:

@@ -68,14 +68,19 @@ def _runs(segments: list[Segment]) -> list[tuple[int, int]]:
 # this:", "For example:", "The call would look like this:". A model that makes a call says what it does ("Reading
 # it now:"), not how one is written.
 _EXAMPLE_LEAD = re.compile(r"(?i:\b(?:for example|for instance|e\.g\.|an example|example (?:call|usage|request)"
-                           r"|like this|like so|would look like|looks like this|the syntax(?: is)?)[^.!?\n:]{0,40}):"
-                           r"[ \t]*\n?(?:[ \t]*```[\w-]{0,16}[ \t]*\n)?[ \t]*\Z")
+                           r"|like this|like so|would look like|looks like this|the syntax(?: is)?))[^.!?\n:]{0,40}\Z")
+# After the lead's colon: the line's end, and a code fence's opening line.
+_AFTER_COLON = re.compile(r"[ \t]*\n?(?:[ \t]*```[\w-]{0,16}[ \t]*\n)?[ \t]*\Z")
 LEAD_REACH = 160  # how far back from a call its leading words are looked for
 
 
 def introduces_example(text: str) -> bool:
-    """Whether `text`, the text right before a call, ends by leading to an example of a call."""
-    return _EXAMPLE_LEAD.search(text, max(0, len(text) - LEAD_REACH)) is not None
+    """Whether `text`, the text right before a call, ends by leading to an example of a call: a colon, then only
+    layout, with the example's words in the sentence before it (found with one rfind for most texts)."""
+    colon = text.rfind(":", max(0, len(text) - LEAD_REACH))
+    if colon < 0 or _AFTER_COLON.match(text, colon + 1) is None:
+        return False
+    return _EXAMPLE_LEAD.search(text, max(0, colon - 80), colon) is not None
 
 
 def _separates_calls(segments: list[Segment], index: int) -> bool:
