@@ -35,7 +35,7 @@ _BLOCK_AFTER_KEY = re.compile(
     r"|[\"']?>?[ \t]*</[^<>\n]{1,64}>[ \t\r\n]*<[^<>\n/]{0,48}(?i:value)[^<>\n]{0,16}>"
     r"|>?[ \t]*\n")
 _INLINE_AFTER_KEY = re.compile(r"[\"']?[ \t]?[=:][ \t]?")
-_OPEN_TAG = re.compile(r"[ \t]*<[A-Za-z][\w:|-]{0,47}>")
+_OPENING_TAG = re.compile(r"[ \t]*<[A-Za-z][\w:|-]{0,47}>")
 # A closer: a closing tag, its word the last one in it (`</｜DSML｜parameter>`, `</steptml:parameter>`), a special
 # token, or a closing word alone on its line with its brackets lost (`/parameter`, `parameter>`).
 _CLOSER = re.compile(rf"</[^<>\n]{{0,32}}?(\w{{1,64}})[ \t]*>|{TOKEN}"
@@ -98,7 +98,7 @@ def _past_repeated_tag(text: str, start: int, head: str) -> int:
     """`start` moved past an opening tag that also stands in the markup before the key: a server that lost GLM's
     `<arg_key>` and `<arg_value>` left the call's own tag in their places (`<tool_call>Bash\n<tool_call>command\n
     <tool_call>ls</arg_value>`), and the tag opens the value, it is not in it."""
-    tag = _OPEN_TAG.match(text, start)
+    tag = _OPENING_TAG.match(text, start)
     return tag.end() if tag is not None and tag.group().strip() in head else start
 
 

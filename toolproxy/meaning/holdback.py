@@ -58,7 +58,7 @@ class ReasoningStream:
         self._held = ""
         self._blocks: list[list[str]] = []  # each reasoning block's text, for the whole reasoning at the end
         self._just_closed: tuple[str, str] | None = None  # the pair closed with no text since: an opener continues it
-        self._waiting: str | None = None  # the opener held, of a pair that counts only when closed
+        self._waiting: tuple[str, str] | None = None  # the held opener's pair, one that counts only when closed
         self._looked = 0  # how much of the held text was searched for its closer
         self.late_closer = False
         self.unclosed = False
@@ -78,8 +78,9 @@ class ReasoningStream:
                 break
             start, marker = found
             self._add(pieces, text[position:start])
-            if self._waits_for_closer(text, start, marker):
-                self._held, self._waiting = text[start:], marker
+            waiting = self._waits_for_closer(text, start, marker)
+            if waiting is not None:
+                self._held, self._waiting = text[start:], waiting
                 self._still_waiting(self._held)
                 break
             if marker not in XTML_MARKUP:
@@ -89,7 +90,8 @@ class ReasoningStream:
 
     def finish(self) -> list[tuple[bool, str]]:
         pieces: list[tuple[bool, str]] = []
-        self._inside = None if self._waiting is not None else self._inside  # never closed: answer, as a whole text
+        if self._waiting is not None:  # never closed: answer, as the whole-text split reads it
+            self._inside = None
         self._add(pieces, self._held)
         self._held = ""
         # A pair that counts only when closed was opened and never closed, after the wait: the whole-text split
@@ -97,16 +99,19 @@ class ReasoningStream:
         self.unclosed = self._inside in CLOSED_ONLY
         return [(kind, piece) for kind, piece in pieces if piece]
 
-    def _waits_for_closer(self, text: str, start: int, marker: str) -> bool:
-        """An opener of a pair that counts only when closed waits (held, up to WAIT_FOR_CLOSER characters) until
-        its closer shows whether it is one."""
+    def _waits_for_closer(self, text: str, start: int, marker: str) -> tuple[str, str] | None:
+        """The pair of an opener that counts only when closed, where it must wait (held, up to WAIT_FOR_CLOSER
+        characters) until its closer shows whether it is one; None where it need not."""
         pair = next((pair for pair in CLOSED_ONLY if pair[0] == marker), None)
-        return (self._inside is None and pair is not None and len(text) - start < WAIT_FOR_CLOSER
-                and text.find(pair[1], start) < 0)
+        if self._inside is None and pair is not None and len(text) - start < WAIT_FOR_CLOSER and (
+                text.find(pair[1], start) < 0):
+            return pair
+        return None
 
     def _still_waiting(self, held: str) -> bool:
         """Whether the held opener still waits; each character is searched once for its closer."""
-        closer = next(pair[1] for pair in CLOSED_ONLY if pair[0] == self._waiting)
+        assert self._waiting is not None
+        closer = self._waiting[1]
         found = held.find(closer, max(0, self._looked - len(closer) + 1))
         if found < 0 and len(held) < WAIT_FOR_CLOSER:
             self._held, self._looked = held, len(held)

@@ -208,14 +208,14 @@ class _Scanner:
             # A string cut off mid-way: where it was meant to end, and what followed, is anyone's guess.
             raise _Refused("unterminated string")
         body = self.text[self.pos + 1 : end]
-        if quote == '"' and is_raw(body):  # (single quotes are Python's, whose escapes are others)
-            body = unraw(body)
-            self._fix(RAW_BACKSLASHES)
         if quote == "'":
             self.out.append('"' + requote(body) + '"')
             self._fix(SINGLE_QUOTES)
+        elif is_raw(body):  # (double quotes only: single-quoted strings are Python's, whose escapes are others)
+            self.out.append('"' + unraw(body) + '"')
+            self._fix(RAW_BACKSLASHES)
         else:
-            self.out.append('"' + body + '"')
+            self.out.append(self.text[self.pos : end + 1])
         if self.expect in _KEY_STATES:
             self.expect = _Expect.COLON
         else:

@@ -8,18 +8,20 @@ import json
 import re
 
 
-def string_end(text: str, start: int, quote: str) -> int:
-    """Index of the quote that closes a string whose body starts at `start`, or -1 when the text ends first.
-    Jumps with str.find instead of stepping per character; each search starts past the last, so it stays linear."""
+def string_end(text: str, start: int, quote: str, stop: int | None = None) -> int:
+    """Index of the quote that closes a string whose body starts at `start`, or -1 when the text (or `stop`) ends
+    first. Jumps with str.find instead of stepping per character; each search starts past the last, so it stays
+    linear."""
+    stop = len(text) if stop is None else stop
     pos = start
-    close = text.find(quote, pos)
+    close = text.find(quote, pos, stop)
     while close >= 0:
         escape = text.find("\\", pos, close)
         if escape < 0:
             return close
         pos = escape + 2  # a backslash escapes whatever follows it, the quote included
         if pos > close:
-            close = text.find(quote, pos)
+            close = text.find(quote, pos, stop)
     return -1
 
 
@@ -43,13 +45,12 @@ def unraw(body: str) -> str:
 def raw_string(text: str, start: int, stop: int) -> tuple[str, int] | None:
     """The double-quoted string at `text[start]`, ending before `stop`, read as raw (`is_raw`) and where it ends, or
     None: for readers that decode one value at a time (the name-anchored fallback)."""
-    window = text[start:stop]
-    end = string_end(window, 1, '"')
-    body = window[1:end] if end >= 0 else ""
+    end = string_end(text, start + 1, '"', stop)
+    body = text[start + 1 : end] if end >= 0 else ""
     if not is_raw(body) or "\n" in body:
         return None
     try:
-        return json.loads('"' + unraw(body) + '"'), start + end + 1
+        return json.loads('"' + unraw(body) + '"'), end + 1
     except ValueError:
         return None
 
