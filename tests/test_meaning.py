@@ -184,3 +184,29 @@ def test_optional_values_written_as_none_are_dropped_only_to_mend_a_call():
     required = extract(call("search", {"query": "x", "phase": "None"}), phase_required,
                        policy=Policy(invalid_arguments="text"))
     assert required.calls == []
+
+
+@pytest.mark.parametrize(("written", "declared", "meant"), [
+    ("get-weather", ["get_weather"], "get_weather"),  # `-` for `_`
+    ("read_file", ["read-file"], "read-file"),  # `_` for `-`
+    ("default_api:get-weather", ["get_weather"], "get_weather"),  # a namespace, then `-` for `_`
+    ("read-file", ["read_file", "read-file"], "read-file"),  # the name as written wins
+])
+def test_a_tool_name_spelled_with_the_other_separator_means_the_declared_tool(written, declared, meant):
+    tools = {name: {"type": "object", "properties": {"path": {"type": "string"}}} for name in declared}
+    found = extract(call(written, {"path": "a"}), tools)
+    assert [(c.name, c.arguments) for c in found.calls] == [(meant, {"path": "a"})]
+    assert (written == meant) != any(f"{written!r} read as the declared {meant!r}" in i for i in found.issues)
+
+
+@pytest.mark.parametrize(("written", "declared"), [
+    ("a-b-c", ["a_b-c", "a-b_c"]),  # two tools are written like it: neither is chosen
+    ("file", ["read_file"]),  # a part of a name is not the name
+    ("get-weather-now", ["get_weather"]),
+    ("getweather", ["get_weather"]),
+    ("Get-Weather", ["get_weather"]),
+])
+def test_a_name_no_one_declared_tool_is_written_like_stays_text(written, declared):
+    tools = {name: {"type": "object", "properties": {"path": {"type": "string"}}} for name in declared}
+    found = extract(call(written, {"path": "a"}), tools)
+    assert found.calls == [] and found.content() == call(written, {"path": "a"})

@@ -115,6 +115,21 @@ def source_of(segments: Iterable[Segment]) -> str:
     return "".join(segment.text if isinstance(segment, Text) else segment.source for segment in segments)
 
 
+def declared_name(written: str, tools: ToolIndex) -> str | None:
+    """The declared tool a written name means: the name itself; the last part of a namespaced name
+    (`default_api:read_file`); or, of those, the one tool whose name differs only in writing `-` for `_` or `_`
+    for `-` (Gemma 4 wrote `execute-code` for `execute_code`, stevelittlefish/llm_proxy). None when no tool is
+    meant, or two are (`read-file` and `read_file` both declared)."""
+    if written in tools:
+        return written
+    last = written.rpartition(":")[2]
+    if last in tools:
+        return last
+    spelled = last.replace("-", "_")
+    meant = [name for name in tools if name.replace("-", "_") == spelled]
+    return meant[0] if len(meant) == 1 else None
+
+
 def trim_newlines(raw: str) -> str:
     """One line break after the opening tag and one before the closing tag are layout, not value."""
     if raw.startswith("\n"):

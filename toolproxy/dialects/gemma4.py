@@ -22,13 +22,12 @@ be left out before a declared tool's name, and FunctionGemma's closer written as
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from toolproxy.dialects.base import Markup, ToolIndex, trim_value
+from toolproxy.dialects.base import Markup, ToolIndex, declared_name, trim_value
 from toolproxy.dialects.cursor import SPACE, Cursor, Read, ahead, either, literal, marker, peek, run, space, word
 from toolproxy.dialects.gemma4_values import (
     BRACES,
@@ -50,13 +49,16 @@ _CALL = "call:"
 # After the opener, `call:` as written, or its colon alone (`<|tool_call>:get_weather{...}`, the bare opener vLLM's
 # Gemma 4 parser reads, tests/tool_parsers/test_gemma4_tool_parser.py); the stripped form still needs `call:`.
 _CALLED = (_CALL, ":")
+_MISSPELT_CALL = ("call-", "call_")  # Gemma 4 31B on vLLM (stevelittlefish/llm_proxy, production request #3077)
 _NAME = re.compile(r"[\w.\-:]*")
 _BEGIN_ARG, _END_ARG = "BEGIN_ARG:", "END_ARG"
 _WORD_CHAR = re.compile(r"[\w.\-:>]")  # `>`: right after a refused <|tool_call> is not the stripped form
 _LIMIT = 128
 # What follows the name: braces, parentheses, or (the name's own `:` read by a name run) positional blocks.
 _ARGUMENTS = either(literal("{"), literal("("), ahead(r":?", SPACE, literal(_BEGIN_ARG)))
-_FOLLOW = ahead(SPACE, literal(*_CALLED), run(r"[\w.\-:]", _LIMIT), SPACE, _ARGUMENTS)
+# After the opener: a name run (`call:` and a name, `:` and a name, or a name alone), then the arguments; whether
+# the name means a declared tool is judged once it is read.
+_FOLLOW = ahead(SPACE, run(r"[\w.\-:]", _LIMIT), SPACE, _ARGUMENTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,7 @@ class Gemma4Dialect:
 class Gemma4Scanner(TokenBlockScanner):
     def __init__(self, dialect: Gemma4Dialect, tools: ToolIndex) -> None:
         names = tuple(sorted((name for name in tools if _NAME.fullmatch(name) and name), key=len, reverse=True))
-        follow = {dialect.opener: _opener_ahead(names)}
+        follow = {dialect.opener: _FOLLOW}
         if dialect.stripped:
             follow[_CALL] = _bare_ahead(names)
         super().__init__(dialect.name, tuple(follow), follow)
@@ -118,9 +120,9 @@ class Gemma4Scanner(TokenBlockScanner):
             yield from space(cursor)
             called = (yield from marker(cursor, *_CALLED)) is not None
         written = yield from word(cursor, _NAME, _LIMIT)
-        if written is None or (not called and written not in self._tools):  # without it, a declared tool only
+        name = None if written is None else self._named(written.rstrip(":"), called)
+        if written is None or name is None:
             return None
-        name = self._declared(written.rstrip(":"))
         if written.endswith(":"):
             arguments = yield from _positional(cursor, self._tools.get(name))
         else:
@@ -133,11 +135,14 @@ class Gemma4Scanner(TokenBlockScanner):
             end = cursor.offset()
         return [Found(name, arguments, end)]
 
-    def _declared(self, written: str) -> str:
-        """The name, or the declared tool a namespaced one ends with (`google:mcp:srv:create-pdf-file`)."""
-        if written in self._tools or ":" not in written:
-            return written
-        return written.rpartition(":")[2]
+    def _named(self, written: str, called: bool) -> str | None:
+        """The declared tool the name means (`base.declared_name`: `google:mcp:srv:create-pdf-file` for
+        `create-pdf-file`), also after `call:` misspelt as `call-` (`call-execute-code`); else after `call:` the
+        name as written (extraction refuses it), and without it none."""
+        declared = declared_name(written, self._tools)
+        if declared is None and written.startswith(_MISSPELT_CALL):
+            declared = declared_name(written[len(_MISSPELT_CALL[0]) :], self._tools)
+        return declared if declared is not None or not called else written
 
 
 def _braced(cursor: Cursor, bare: bool) -> Read[Any]:
@@ -165,14 +170,6 @@ def _positional(cursor: Cursor, schema: Any) -> Read[Any]:
     if not values or not isinstance(properties, Mapping) or len(values) > len(properties):
         return INVALID
     return dict(zip(properties, values, strict=False))
-
-
-@functools.lru_cache(maxsize=64)
-def _opener_ahead(names: tuple[str, ...]) -> str:
-    """What follows an opener: `call:` and a name, or a declared tool's name alone, then the arguments."""
-    if not names:
-        return _FOLLOW
-    return either(_FOLLOW, ahead(SPACE, _declared(names), SPACE, _ARGUMENTS))
 
 
 def _declared(names: tuple[str, ...]) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from enum import Enum, auto
 from typing import Any
 
-from toolproxy.dialects.base import ToolIndex
+from toolproxy.dialects.base import ToolIndex, declared_name
 from toolproxy.dialects.block import Outcome, Step, match_word, skip_space
 from toolproxy.dialects.invoke_tags import InvokeGrammar, Tag, read_tag
 from toolproxy.dialects.invoke_values import (
@@ -146,8 +146,7 @@ class InvokeReader:
         if self._is_named(tag):
             return self._named_tag(tag)
         name = tag.attributes.get(self._dialect.tool_attribute, "").strip()
-        if name not in self._tools and ":" in name:
-            name = name.rpartition(":")[2]  # `default_api:read_file`, `antml:tool:read_file`
+        name = declared_name(name, self._tools) or name.rpartition(":")[2]  # `default_api:read_file`, `antml:tool:x`
         if tag.closing or tag.local != self._dialect.invoke or not name:
             return Step(Outcome.BAD, start)
         if tag.empty and set(tag.attributes) != {self._dialect.tool_attribute}:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolproxy.dialects import registry
-from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, merge_text
+from toolproxy.dialects.base import Call, Segment, Text, ToolIndex, declared_name, merge_text
 from toolproxy.dialects.chain import ChainScanner, scan_whole
 from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
@@ -209,11 +209,20 @@ ATTEMPT_OUTCOMES = ("valid", "invalid_json", "unknown_name", "schema_mismatch")
 
 def _judge(call: Call, tools: ToolIndex, policy: Policy, extraction: Extraction) -> Segment:
     issues, failures = len(extraction.issues), len(extraction.failures)
+    call = _named_as_declared(call, tools, extraction.issues)
     judged = _verdict(call, tools, policy, extraction)
     failure = extraction.failures[-1] if len(extraction.failures) > failures else ""
     repaired = any(" repaired (" in issue or "encoded twice" in issue for issue in extraction.issues[issues:])
     extraction.attempts.append((call.dialect, _attempt_outcome(failure, call, tools), repaired))
     return judged
+
+
+def _named_as_declared(call: Call, tools: ToolIndex, issues: list[str]) -> Call:
+    """The call under the declared name its written one means (`base.declared_name`), said as an issue."""
+    if call.name in tools or (name := declared_name(call.name, tools)) is None:
+        return call
+    issues.append(f"{call.dialect}: tool name {call.name!r} read as the declared {name!r}")
+    return Call(name, call.arguments, call.source, call.dialect)
 
 
 def _attempt_outcome(failure: str, call: Call, tools: ToolIndex) -> str:
