@@ -4,7 +4,7 @@
 
 The list's JSON decides where it ends; `<|END_ACTION|>` or the closing fence right after it goes with the last
 call. The thinking and response spans around it (`<|START_THINKING|>`, `<|START_RESPONSE|>`) stay text: this room
-owns the calls.
+owns the calls (meaning/reasoning.py takes the thinking span as reasoning).
 """
 
 from __future__ import annotations

@@ -13,10 +13,12 @@ from toolproxy.meaning.channels import split_channels
 # Gemma 4 thinks on its `thought` channel (llama.cpp common/parsers/gemma4.cpp); MiniMax-M3 writes <mm:think>
 # (its opener often in the prompt); Kimi K3 thinks in an XTML `think` channel (vLLM's kimi_k3 reasoning parser);
 # AWS Bedrock's gpt-oss endpoint puts reasoning in content as `<reasoning>` (one pair per streamed chunk), and so do
-# models trained with the GRPO recipes' `<reasoning>...</reasoning><answer>` format.
+# models trained with the GRPO recipes' `<reasoning>...</reasoning><answer>` format; Magistral and Ministral 3 write
+# `[THINK]`, Command R7B and Cohere2MoE `<|START_THINKING|>` (llama.cpp's tests/test-chat.cpp reads both so).
 MARKERS = (("<think>", "</think>"), ("<seed:think>", "</seed:think>"), ("<thinking>", "</thinking>"),
            ("<|channel>thought", "<channel|>"), ("<mm:think>", "</mm:think>"),
-           ("<|open|>think<|sep|>", "<|close|>think<|sep|>"), ("<reasoning>", "</reasoning>"))
+           ("<|open|>think<|sep|>", "<|close|>think<|sep|>"), ("<reasoning>", "</reasoning>"),
+           ("[THINK]", "[/THINK]"), ("<|START_THINKING|>", "<|END_THINKING|>"))
 # Pairs of a word prose names too (`* <reasoning>` in a list of XML tags): reasoning only as a whole span, opened and
 # closed; an opener never closed and a closer never opened are text.
 CLOSED_ONLY = frozenset({("<reasoning>", "</reasoning>")})
