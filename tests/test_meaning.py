@@ -46,6 +46,9 @@ OPTIONAL = {"type": "object", "properties": {
     "tags": {"oneOf": [{"type": "array"}, {"type": "null"}]},
     "nickname": {"anyOf": [{"type": "string"}, {"type": "null"}]},
     "ratio": {"type": "float"},
+    "window": {"oneOf": [{"type": "integer"}, {"type": "object", "properties": {"max": {"type": "integer"}}}]},
+    "either": {"anyOf": [{"type": "object", "properties": {"n": {"type": "integer"}}},
+                         {"type": "object", "properties": {"n": {"type": "string"}}}]},
 }}
 
 
@@ -56,6 +59,9 @@ OPTIONAL = {"type": "object", "properties": {
     ({"nickname": "null"}, {"nickname": None}),
     ({"nickname": "None"}, {"nickname": "None"}),  # only JSON's null word is taken for null beside a string
     ({"ratio": "3.14"}, {"ratio": 3.14}),
+    ({"window": {"max": "10"}}, {"window": {"max": 10}}),  # an object typed by its one branch with properties
+    ({"window": "10"}, {"window": 10}),
+    ({"either": {"n": "10"}}, {"either": {"n": "10"}}),  # two such branches: neither is guessed
 ])
 def test_the_branches_of_anyof_and_hand_written_type_names_type_values_too(given, expected):
     """Pydantic writes Optional[T] as anyOf [T, null] (vLLM's and SGLang's parser tests, tests/golden/reference)."""

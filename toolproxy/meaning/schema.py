@@ -39,12 +39,24 @@ def coerce(value: Any, schema: Any) -> Any:
     if value == "null" and "null" in types:  # a string or null: the bare word is the null (vLLM and SGLang agree)
         return None
     if isinstance(value, dict) and ("object" in types or "properties" in schema):
-        properties = schema.get("properties")
+        properties = _object_properties(schema)
         if isinstance(properties, Mapping):
             return {key: coerce(item, properties.get(key)) for key, item in value.items()}
     if isinstance(value, list) and "array" in types:
         return [coerce(item, schema.get("items")) for item in value]
     return value
+
+
+def _object_properties(schema: Mapping[str, Any]) -> Any:
+    """The properties an object value is typed by: the schema's own, or those of its one `anyOf`/`oneOf` branch
+    that declares some (`{"oneOf": [{"type": "integer"}, {"type": "object", "properties": {"max": ...}}]}`, as
+    MiniMax-M3 nests `<limit><max>10</max></limit>`, llama.cpp's tests/test-chat.cpp)."""
+    if "properties" in schema:
+        return schema["properties"]
+    listed = [schema.get(keyword) for keyword in ("anyOf", "oneOf")]
+    branches = [branch["properties"] for each in listed if isinstance(each, list)
+                for branch in each if isinstance(branch, Mapping) and "properties" in branch]
+    return branches[0] if len(branches) == 1 else None
 
 
 def declared_types(schema: Mapping[str, Any]) -> set[str]:
