@@ -121,10 +121,13 @@ def test_a_call_only_the_name_anchored_fallback_reads_goes_out_as_text_with_an_i
     "<|open|>response<|sep|>Hello there.<|close|>response<|sep|><|close|>message<|sep|>",
     "Hello there.<|close|>response<|sep|><|close|>message<|sep|>",  # the channel's opener was in the prompt
     "<|open|>think<|sep|>a greeting<|close|>think<|sep|><|open|>response<|sep|>Hi.<|close|>response<|sep|>",
+    "<|START_THINKING|>a greeting<|END_THINKING|><|START_RESPONSE|>Hi.<|END_RESPONSE|>",  # Command R7B
+    "<|START_THINKING|>thinking<|END_THINKING|><|START_TEXT|>Hello,\nworld!<|END_TEXT|>",  # Cohere2MoE
+    "<|CHATBOT_TOKEN|>Hello there.<|END_OF_TURN_TOKEN|>",  # Command R+
 ])
-def test_kimi_k3_response_channel_markup_is_dropped_from_a_stream_with_no_call(text: str):
-    """Buffered sets Kimi K3's response-channel markup aside (meaning/channels.py); a stream drops it as it comes,
-    at every split."""
+def test_answer_markup_is_dropped_from_a_stream_with_no_call(text: str):
+    """Buffered sets the tokens around an answer aside (Kimi K3's response channel, Cohere's response tokens:
+    meaning/channels.py); a stream drops them as they come, at every split."""
     request = ToolRequest(TOOLS)
     want = buffered(text, request)
     assert "<|" not in want[0] and want[1] == []

@@ -20,11 +20,16 @@ from toolproxy.dialects.markers import markers_in
 
 CHANNEL, START = "<|channel|>", "<|start|>"
 TO_ALL = ">>>all\n"
-# Kimi K3 answers in an XTML `response` channel and closes the message with a run of its own; with the channel's
-# opener in the prompt (the generation prefix), a reply holds only its closer. The markers are markup, the text
-# between them content; its `tools` channel is the kimi_k3 dialect's, its `think` channel reasoning.MARKERS'.
-XTML_MARKUP = ("<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>")
-_TOKENS = (CHANNEL, TO_ALL, *XTML_MARKUP)
+# Tokens around the answer, markup wherever they stand, the text between them content. Kimi K3 answers in an XTML
+# `response` channel and closes the message with a run of its own; with the channel's opener in the prompt (the
+# generation prefix), a reply holds only its closer (its `tools` channel is the kimi_k3 dialect's, its `think`
+# channel reasoning.MARKERS'). Command R7B answers between `<|START_RESPONSE|>` and `<|END_RESPONSE|>`, Cohere2MoE
+# between `<|START_TEXT|>` and `<|END_TEXT|>`, Command R+ after `<|CHATBOT_TOKEN|>` up to `<|END_OF_TURN_TOKEN|>`
+# (llama.cpp's tests/test-chat.cpp).
+ANSWER_MARKUP = ("<|open|>response<|sep|>", "<|close|>response<|sep|>", "<|close|>message<|sep|>",
+                 "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_TEXT|>", "<|END_TEXT|>", "<|CHATBOT_TOKEN|>",
+                 "<|END_OF_TURN_TOKEN|>")
+_TOKENS = (CHANNEL, TO_ALL, *ANSWER_MARKUP)
 _KINDS = ("analysis", "final", "commentary")
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
@@ -47,8 +52,8 @@ def split_channels(text: str) -> Channels:
     """The reply's answer, reasoning and markup pieces; the answer joined is the text itself when no channels."""
     # Both tokens looked for in one pass (two `in` over a 256 KB reply cost 150 us, their letters being common).
     present = markers_in(text, _TOKENS)
-    if not present.isdisjoint(XTML_MARKUP):
-        return _split_markup(text, XTML_MARKUP)
+    if not present.isdisjoint(ANSWER_MARKUP):
+        return _split_markup(text, ANSWER_MARKUP)
     if CHANNEL in present:
         return _split_tokens(text)
     if TO_ALL in present:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 
 from toolproxy.dialects.base import Scanner, Segment, Text, partial_suffix
-from toolproxy.meaning.channels import XTML_MARKUP
+from toolproxy.meaning.channels import ANSWER_MARKUP
 from toolproxy.meaning.reasoning import CLOSED_ONLY, MARKERS
 
 
@@ -49,8 +49,8 @@ class ReasoningStream:
     """Inline `<think>...</think>` (and the other pairs of reasoning.MARKERS) split off as text arrives: yields
     (is_reasoning, text) pieces; only a marker cut in half is held. The whole-text split (reasoning.split) also
     takes text before a closer that was never opened as reasoning; a stream has sent that text already, so it
-    notes `late_closer` instead. Channel markup the whole-text split sets aside wherever it stands (Kimi K3's
-    response channel, channels.XTML_MARKUP) is dropped here too."""
+    notes `late_closer` instead. Markup around the answer that the whole-text split sets aside wherever it stands
+    (Kimi K3's response channel, Cohere's response tokens: channels.ANSWER_MARKUP) is dropped here too."""
 
     def __init__(self) -> None:
         self._inside: tuple[str, str] | None = None
@@ -83,7 +83,7 @@ class ReasoningStream:
                 self._held, self._waiting = text[start:], waiting
                 self._still_waiting(self._held)
                 break
-            if marker not in XTML_MARKUP:
+            if marker not in ANSWER_MARKUP:
                 self._switch(marker, pieces)
             position = start + len(marker)
         return [(kind, piece) for kind, piece in pieces if piece]
@@ -139,11 +139,11 @@ class ReasoningStream:
 
     def _markers(self) -> list[str]:
         if self._inside is not None:
-            return [self._inside[1], *XTML_MARKUP]
+            return [self._inside[1], *ANSWER_MARKUP]
         # A closer met after its pair was seen is plain text, as in the whole-text split, and so is one whose pair
         # counts only when closed.
         return [*(marker for pair in MARKERS for marker in pair
-                  if marker not in self._seen and not (marker == pair[1] and pair in CLOSED_ONLY)), *XTML_MARKUP]
+                  if marker not in self._seen and not (marker == pair[1] and pair in CLOSED_ONLY)), *ANSWER_MARKUP]
 
     def _next_marker(self, text: str, position: int) -> tuple[int, str] | None:
         found = [(index, marker) for marker in self._markers() if (index := text.find(marker, position)) >= 0]
