@@ -44,6 +44,15 @@ def test_every_character_is_answer_or_markup(text: str) -> None:
         ("analysis shows that commentary helps.", "analysis shows that commentary helps.", ""),
         ("<|channel|>thinking<|message|>x", "<|channel|>thinking<|message|>x", ""),
         ('>>>all\nLet me check.>>>add\n{"a": 1}', 'Let me check.>>>add\n{"a": 1}', ""),
+        # llama.cpp's tests/test-chat.cpp: an answer in a format the request asked for, a header that never got its
+        # message (the model addressing itself), a recipient in the role part (its `<|start|>assistant` in the prompt).
+        ('<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final <|constrain|>json<|message|>'
+         '{"a": 1}', '{"a": 1}', "Think."),
+        ("<|channel|>commentary to=assistant<|channel|>analysis<|message|>Think.<|end|><|start|>assistant"
+         "<|channel|>final<|message|>Hi.", "Hi.", "Think."),
+        (' to=functions.add<|channel|>analysis<|message|>{"a": 1}', ' to=functions.add<|channel|>analysis<|message|>'
+         '{"a": 1}', ""),
+        ("I wrote to=assistant<|channel|>analysis<|message|>Think.", "I wrote to=assistant", "Think."),
     ],
 )
 def test_channels_split(text: str, answer: str, reasoning: str) -> None:
@@ -53,7 +62,9 @@ def test_channels_split(text: str, answer: str, reasoning: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["<|channel|>" * 100_000, "<|channel|>analysis<|message|>" * 50_000, "<|start|>" * 100_000 + "<|channel|>",
+    ["<|channel|>" * 100_000, "<|channel|>analysis<|message|>" * 50_000,
+     " to=x" * 100_000 + "<|channel|>final<|message|>",
+     "<|channel|>final <|constrain|>" * 50_000, "<|start|>" * 100_000 + "<|channel|>",
      "analysis" + "assistantfinal" * 50_000, "<|channel|>final" + " " * 1_000_000],
 )
 def test_floods_stay_linear(text: str) -> None:

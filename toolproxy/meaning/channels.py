@@ -33,8 +33,17 @@ _TOKENS = (CHANNEL, TO_ALL, *ANSWER_MARKUP)
 _KINDS = ("analysis", "final", "commentary")
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
-# A channel header: no token inside it, bounded, so each channel token costs a bounded look in C.
-_HEAD = re.compile(rf"<\|channel\|>([^<]{{0,{_HEADER_LIMIT}}}+)<\|message\|>")
+# A channel header: no token inside it but `<|constrain|>` (`final <|constrain|>json`, an answer in a format the
+# request asked for), bounded, so each channel token costs a bounded look in C.
+_CONSTRAIN = rf"<\|constrain\|>[^<]{{0,{_ROLE_LIMIT}}}+"
+_HEAD = re.compile(rf"<\|channel\|>([^<]{{0,{_HEADER_LIMIT}}}+(?:{_CONSTRAIN})?)<\|message\|>")
+# A header that never got its message (`<|channel|>commentary to=assistant` before the real channel, llama.cpp's
+# tests/test-chat.cpp): markup, as white space between messages is.
+_DANGLING_HEAD = re.compile(rf"\s*+(?:<\|start\|>\w{{0,32}}+)?<\|channel\|>[^<]{{0,{_HEADER_LIMIT}}}+")
+# A recipient in the role part with `<|start|>assistant` in the prompt (` to=functions.NAME<|channel|>analysis`):
+# the message is a call, left whole for the harmony dialect.
+# (`to=assistant` is the model addressing itself, never a call.)
+_ROLE_RECIPIENT = re.compile(r"\bto=(?!assistant\b)[^\s<]{1,128}+\s{0,8}+\Z")
 # What ends a message body: its end token, or the next message's start (the token is not consumed then).
 _BODY_END = re.compile(r"<\|(?:end|return|call)\|>|<\|(?:start|channel)\|>")
 _STRIPPED_ANALYSIS = re.compile(r"\s*analysis")
@@ -91,7 +100,7 @@ def _split_tokens(text: str) -> Channels:
             continue  # inside a message already taken
         header = head.group(1)
         start = _role_start(text, position, head.start())
-        role = text[start + len(START) : head.start()] if start < head.start() else ""
+        role = text[start + len(START) : head.start()] if start < head.start() else _bare_role(text, position, start)
         kind = header.split(maxsplit=1)[0] if header.strip() else ""
         if "to=" in header or "to=" in role or kind not in _KINDS:
             continue  # a call or a built-in tool's message: left whole for the dialects
@@ -112,8 +121,15 @@ def _split_tokens(text: str) -> Channels:
 
 
 def _between(out: Channels, piece: str) -> None:
-    """Text between messages: white space there is layout, anything else stays in the answer."""
-    (out.answer if piece.strip() else out.markup).append(piece)
+    """Text between messages: white space there is layout, and so is a header without its message; anything else
+    stays in the answer."""
+    (out.markup if not piece.strip() or _DANGLING_HEAD.fullmatch(piece) else out.answer).append(piece)
+
+
+def _bare_role(text: str, floor: int, channel: int) -> str:
+    """The recipient written right before a channel token with no `<|start|>` (its role was in the prompt)."""
+    found = _ROLE_RECIPIENT.search(text, max(floor, channel - 2 * _ROLE_LIMIT), channel)
+    return found.group() if found else ""
 
 
 
