@@ -34,6 +34,10 @@ def recovered(text: str) -> list[str]:
     ('<function name="read"><param name="path">/a</param></function>', "opener_variant"),
     ('<tool_call>\n{"name": "read", "args": {"path": "/a"}}\n</tool_call>', "args_key"),
     ('<function_calls>\n[{"tool_name": "read", "arguments": {"path": "/a"}}]\n</function_calls>', "tool_name_key"),
+    # A call's own id or place beside its arguments (Command R's `tool_call_id`), read without the dialect.
+    ('<tool_call>\n[{"tool_call_id": "0", "tool_name": "read", "parameters": {"path": "/a"}}]\n</tool_call>',
+     "tool_name_key"),
+    ('{"index": 0, "call_id": "c1", "name": "read", "arguments": {"path": "/a"}}', "lenient_reader"),
     ('{"type": "function", "function": {"name": "read", "parameters": {"path": "/a"}}', "type_function_wrapper"),
     ('{"jsonrpc": "2.0", "method": "read", "params": {"path": "/a"}}', "jsonrpc_method"),
     ('<tool_call>\n{"name": "read", "path": "/a"}', "flat_arguments"),

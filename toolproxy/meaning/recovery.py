@@ -42,6 +42,9 @@ _ORPHAN_CLOSERS = tuple(closer for _, closer in WRAPPERS if closer != ">")
 _NAME_KEYS = ("name", "tool_name", "tool", "function_name")
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input")
 _IGNORED_KEYS = frozenset({"type", "id", "jsonrpc"})
+# Beside an arguments key, the call's own id or place may stand too (Command R's `"tool_call_id": "0"`); without
+# one such a key could be an argument.
+_BESIDE_ARGUMENTS = _IGNORED_KEYS | {"tool_call_id", "call_id", "index"}
 
 
 def recover(segments: list[Segment], tools: ToolIndex, anchored: bool = True) -> tuple[list[Segment], list[str]]:
@@ -189,7 +192,7 @@ def _shape(value: Any) -> tuple[str, Any, list[str]] | None:
     if argument_key is None:
         rules.append("flat_arguments")
         return value[name_key], {key: item for key, item in rest.items() if key not in _IGNORED_KEYS}, rules
-    if any(key not in _IGNORED_KEYS for key in rest):
+    if any(key not in _BESIDE_ARGUMENTS for key in rest):
         return None
     if argument_key not in ("arguments", "parameters"):
         rules.append(f"{argument_key}_key")
