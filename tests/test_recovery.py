@@ -38,6 +38,8 @@ def recovered(text: str) -> list[str]:
     ('<tool_call>\n[{"tool_call_id": "0", "tool_name": "read", "parameters": {"path": "/a"}}]\n</tool_call>',
      "tool_name_key"),
     ('{"index": 0, "call_id": "c1", "name": "read", "arguments": {"path": "/a"}}', "lenient_reader"),
+    # OpenAI's message written into content (Devstral, Gemma 3 through avante).
+    ('{"tool_calls": [{"id": "1", "tool_name": "read", "parameters": {"path": "/a"}}]}', "tool_calls_object"),
     ('{"type": "function", "function": {"name": "read", "parameters": {"path": "/a"}}', "type_function_wrapper"),
     ('{"jsonrpc": "2.0", "method": "read", "params": {"path": "/a"}}', "jsonrpc_method"),
     ('<tool_call>\n{"name": "read", "path": "/a"}', "flat_arguments"),
@@ -84,6 +86,10 @@ def test_kimi_id_naming_an_undeclared_tool_is_never_given_another_tools_name() -
     '[TOOL_CALL]\n{tool => "format_disk", args => {\n  --path "/"\n}}\n[/TOOL_CALL]',
     # JSON that is data
     '{"name": "John", "age": 25}',
+    # a list of calls with one member no call (an undeclared tool), or beside another field
+    '{"tool_calls": [{"name": "read", "arguments": {"path": "/a"}}, {"name": "format_disk", "arguments": {}}]}',
+    '{"tool_calls": [{"name": "read", "arguments": {"path": "/a"}}], "status": "planned"}',
+    '{"tool_calls": []}',
     # arguments the schema refuses (a key it does not know, a wrong type)
     "<function=read>\n<parameter=file>/a</parameter>",
     '{"name": "square", "args": {"n": "four"}}',

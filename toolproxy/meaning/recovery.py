@@ -40,6 +40,7 @@ WRAPPERS = (*registry.WRAPPERS, *DAMAGED_WRAPPERS)
 _OPENERS = tuple(opener for opener, _ in WRAPPERS)
 _ORPHAN_CLOSERS = tuple(closer for _, closer in WRAPPERS if closer != ">")
 _NAME_KEYS = ("name", "tool_name", "tool", "function_name")
+_LIST_KEY = "tool_calls"
 _ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input")
 _IGNORED_KEYS = frozenset({"type", "id", "jsonrpc"})
 # Beside an arguments key, the call's own id or place may stand too (Command R's `"tool_call_id": "0"`); without
@@ -165,12 +166,16 @@ def _repair_list(tail: str) -> Any:
 
 
 def _shapes(value: Any) -> list[tuple[str, Any, list[str]]] | None:
-    """(name, arguments, rules) for each call a JSON value holds when every member is call-shaped, else None."""
-    members = value if isinstance(value, list) and value else [value]
-    shaped = [_shape(member) for member in members]
-    if any(one is None for one in shaped):
+    """(name, arguments, rules) for each call a JSON value holds when every member is call-shaped, else None. The
+    list may come as the one field of an object, as in an API's response (`{"tool_calls": [...]}`, Devstral and
+    Gemma 3 writing OpenAI's message into content)."""
+    listed = value.get(_LIST_KEY) if isinstance(value, dict) and len(value) == 1 else None
+    members = listed if isinstance(listed, list) else value if isinstance(value, list) else [value]
+    shaped = [one for one in map(_shape, members) if one is not None]
+    if not members or len(shaped) < len(members):
         return None
-    return [one for one in shaped if one is not None]
+    rules = ["tool_calls_object"] if isinstance(listed, list) else []
+    return [(name, arguments, [*rules, *own]) for name, arguments, own in shaped]
 
 
 def _shape(value: Any) -> tuple[str, Any, list[str]] | None:
