@@ -60,8 +60,10 @@ _FOLLOW = {START: f"(?={_START_HEAD}){_RECIPIENT_AHEAD}", CHANNEL: f"(?={_CHANNE
 RECIPIENT = "to=functions."
 STRIPPED = (f"assistant {RECIPIENT}", f"commentary {RECIPIENT}", f"analysis {RECIPIENT}", RECIPIENT)
 # After the name: the channel when the recipient came in the role part (`assistant to=functions.NAME commentary
-# json`, openai/codex#13114), then `<|constrain|>`, `json`, `<|message|>`, each optional.
-_STRIPPED_HEADER = re.compile(r"([^\s<{]{1,128})((?:[ \t]{1,8}(?:commentary|analysis))?[ \t]{0,8}(?:<\|constrain\|>)?"
+# json`, openai/codex#13114; `to=functions.NAME<|channel|>commentary json` with `<|start|>assistant` in the prompt),
+# then `<|constrain|>`, `json`, `<|message|>`, each optional.
+_STRIPPED_HEADER = re.compile(r"([^\s<{]{1,128})((?:(?:[ \t]{1,8}|<\|channel\|>)(?:commentary|analysis))?[ \t]{0,8}"
+                              r"(?:<\|constrain\|>)?"
                               r"[ \t]{0,8}(?:json|code)?[ \t]{0,8}"
                               r"(?:<\|message\|>)?\s{0,8})\{")
 _STRIPPED_REACH = 128 + 80

@@ -24,6 +24,7 @@ from toolproxy.meaning.anchor import anchored_calls, anchored_names
 from toolproxy.meaning.anchor_markup import after_markup, markup_lines_after, markup_lines_before
 from toolproxy.meaning.arguments import unwrapped, validated
 from toolproxy.meaning.json_repair import RepairResult, repair_arguments
+from toolproxy.meaning.recovery_json import call_shapes
 from toolproxy.meaning.recovery_xml import Read, read_arrow_call, read_kimi_call, read_xml_call
 
 MAX_FAILED = 64
@@ -39,13 +40,6 @@ DAMAGED_WRAPPERS = (("[TOOL_REQUEST]", "[END_TOOL_REQUEST]"), ("<function_call>"
 WRAPPERS = (*registry.WRAPPERS, *DAMAGED_WRAPPERS)
 _OPENERS = tuple(opener for opener, _ in WRAPPERS)
 _ORPHAN_CLOSERS = tuple(closer for _, closer in WRAPPERS if closer != ">")
-_NAME_KEYS = ("name", "tool_name", "tool", "function_name")
-_LIST_KEY = "tool_calls"
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input")
-_IGNORED_KEYS = frozenset({"type", "id", "jsonrpc"})
-# Beside an arguments key, the call's own id or place may stand too (Command R's `"tool_call_id": "0"`); without
-# one such a key could be an argument.
-_BESIDE_ARGUMENTS = _IGNORED_KEYS | {"tool_call_id", "call_id", "index"}
 
 
 def recover(segments: list[Segment], tools: ToolIndex, anchored: bool = True) -> tuple[list[Segment], list[str]]:
@@ -140,7 +134,7 @@ def _read_json(text: str, start: int, tools: ToolIndex, issues: list[str],
             return None
         value, end = repaired, len(text)
         rules.append("missing_final_brace")
-    shaped = _shapes(value)
+    shaped = call_shapes(value)
     if shaped is None:
         return end
     calls: list[Segment] = []
@@ -163,45 +157,6 @@ def _repair_list(tail: str) -> Any:
     if repaired.value is None:
         repaired = repair_arguments('{"_":' + tail + "}]}")
     return repaired.value["_"] if repaired.value is not None else None
-
-
-def _shapes(value: Any) -> list[tuple[str, Any, list[str]]] | None:
-    """(name, arguments, rules) for each call a JSON value holds when every member is call-shaped, else None. The
-    list may come as the one field of an object, as in an API's response (`{"tool_calls": [...]}`, Devstral and
-    Gemma 3 writing OpenAI's message into content)."""
-    listed = value.get(_LIST_KEY) if isinstance(value, dict) and len(value) == 1 else None
-    members = listed if isinstance(listed, list) else value if isinstance(value, list) else [value]
-    shaped = [one for one in map(_shape, members) if one is not None]
-    if not members or len(shaped) < len(members):
-        return None
-    rules = ["tool_calls_object"] if isinstance(listed, list) else []
-    return [(name, arguments, [*rules, *own]) for name, arguments, own in shaped]
-
-
-def _shape(value: Any) -> tuple[str, Any, list[str]] | None:
-    if not isinstance(value, dict):
-        return None
-    rules: list[str] = []
-    if value.get("type") == "function" and isinstance(value.get("function"), dict):
-        value, rules = value["function"], ["type_function_wrapper"]
-    name_key = next((key for key in _NAME_KEYS if isinstance(value.get(key), str)), None)
-    if name_key is None and "jsonrpc" in value and isinstance(value.get("method"), str):
-        name_key = "method"
-        rules.append("jsonrpc_method")
-    if name_key is None:
-        return None
-    if name_key not in ("name", "method"):
-        rules.append(f"{name_key}_key")
-    argument_key = next((key for key in _ARGUMENT_KEYS if key in value), None)
-    rest = {key: item for key, item in value.items() if key != name_key and key != argument_key}
-    if argument_key is None:
-        rules.append("flat_arguments")
-        return value[name_key], {key: item for key, item in rest.items() if key not in _IGNORED_KEYS}, rules
-    if any(key not in _BESIDE_ARGUMENTS for key in rest):
-        return None
-    if argument_key not in ("arguments", "parameters"):
-        rules.append(f"{argument_key}_key")
-    return value[name_key], value[argument_key], rules
 
 
 def _to_calls(text: str, start: int, read: Read | None, tools: ToolIndex,
