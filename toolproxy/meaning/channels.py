@@ -33,10 +33,11 @@ _TOKENS = (CHANNEL, TO_ALL, *ANSWER_MARKUP)
 _KINDS = ("analysis", "final", "commentary")
 _HEADER_LIMIT = 256
 _ROLE_LIMIT = 64
-# A channel header: no token inside it but `<|constrain|>` (`final <|constrain|>json`, an answer in a format the
-# request asked for), bounded, so each channel token costs a bounded look in C.
-_CONSTRAIN = rf"<\|constrain\|>[^<]{{0,{_ROLE_LIMIT}}}+"
-_HEAD = re.compile(rf"<\|channel\|>([^<]{{0,{_HEADER_LIMIT}}}+(?:{_CONSTRAIN})?)<\|message\|>")
+# A channel header: no token inside it, bounded, so each channel token costs a bounded look in C; a final channel
+# may hold `<|constrain|>` (`final <|constrain|>json`, an answer in a format the request asked for). A call's
+# header with it (`commentary to=functions.NAME <|constrain|>json`) is the dialect's, and is not visited at all.
+_FINAL_CONSTRAINED = rf"\s{{0,8}}+final[^<]{{0,{_ROLE_LIMIT}}}+<\|constrain\|>[^<]{{0,{_ROLE_LIMIT}}}+"
+_HEAD = re.compile(rf"<\|channel\|>({_FINAL_CONSTRAINED}|[^<]{{0,{_HEADER_LIMIT}}}+)<\|message\|>")
 # A header that never got its message (`<|channel|>commentary to=assistant` before the real channel, llama.cpp's
 # tests/test-chat.cpp): markup, as white space between messages is.
 _DANGLING_HEAD = re.compile(rf"\s*+(?:<\|start\|>\w{{0,32}}+)?<\|channel\|>[^<]{{0,{_HEADER_LIMIT}}}+")
