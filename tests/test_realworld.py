@@ -28,8 +28,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 350
-MIN_STREAMING_PASSED = 350
+MIN_ONE_SHOT_PASSED = 383
+MIN_STREAMING_PASSED = 383
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -61,6 +61,24 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     "set11_d_03_glm52_xlc_routecodex": "Kimi K2's section tokens with a call id where the tool's name belongs "
     "(`<|tool_call_begin|> call_1jDJ... <|tool_call_argument_begin|> {...}`): the name is lost, and choosing the tool "
     "whose schema the arguments fit would be a guess",
+    # Set 13, joined after its figure was taken unseen (32/43 at 1555b7e, 33/43 at ea9e494 and after, docs/heldout.md).
+    "set13_g_01_qwen25_72b_ollama_pydanticai_evals": "under tool_choice required, the answer is the one tool's "
+    "arguments alone (`{\"response\": \"B\"}`)",
+    "set13_i_07_qwen25coder7b_vllm_smolagents": "smolagents' `Action:` and `tool_arguments` key are not read",
+    "set13_i_08_llama31_8b_vllm_smolagents": "smolagents' `Action:` and `tool_arguments` key are not read",
+    "set13_g_02_mistral_large_api_pydanticai": "a garbled name (`ikuutaget_weather Την{...}`, Mistral Large under "
+    "tool_choice none): the declared name inside a longer word is no name",
+    "set13_g_03_llama32_3b_ollama_crewai_converter": "arguments nested under a `properties` key, as the schema "
+    "shows them (a prompt that listed the schema): passed on unchanged, failing the schema",
+    "set13_g_04_nocall_kimik2_thinking_bedrock_pydanticai": "a `<think>` opener never closed before the answer "
+    "(Kimi K2 Thinking on Bedrock): the rest reads as reasoning, as for a reply cut off while thinking",
+    "set13_h_06_smollm2_17b_vllm_torture": "a closer cut by max_tokens after a whole call (`</tool`) stays content",
+    "set13_i_09_minimax_m21_llamaserver_localgpt": "a Q2_K MiniMax's call as the tool's name for a tag and the one "
+    "argument's value inside, no key (`<tool_call>\\n<bash>\\npwd\\n</tool_call>`)",
+    "set13_k_03_qwen3coder480b_hfrouter_qwencode": "a call written as prose in brackets (`[tool_call: glob for pattern "
+    "'**/example.py']`), as the set-3 case above",
+    "set13_m_01_gemma3_4b_lmstudio_gradio": "Gemma 3's `tool_code` fence holding `print(NAME(...))`: the print "
+    "around the call is not read",
 }
 # A case that fails one-shot fails streaming too (streaming must give the same result); these fail only there.
 XFAIL_STREAMING_ONLY: dict[str, str] = {}
@@ -149,7 +167,9 @@ def test_summary_ratchet() -> None:
     assert found["streaming"] == total - len(XFAIL_ONE_SHOT) - len(XFAIL_STREAMING_ONLY)
 
 
-SOURCE = re.compile(r"[\w.-]+/[\w.-]+(?:#\d+|:[^@\s]+@[0-9a-f]{7,40})")
+# A thread (`owner/repo#N`, or a Hugging Face model discussion by its address), or a file of recorded runs at a commit.
+SOURCE = re.compile(r"[\w.-]+/[\w.-]+(?:#\d+|:[^@\n]+@[0-9a-f]{7,40})"
+                    r"|https://huggingface\.co/[\w.-]+/[\w.-]+/discussions/\d+")
 
 
 def test_every_case_is_well_formed() -> None:
