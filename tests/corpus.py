@@ -21,9 +21,10 @@ import pytest
 
 from toolproxy.dialects.base import Segment
 from toolproxy.meaning import reasoning
-from toolproxy.meaning.extraction import extract, scanner, settle
+from toolproxy.meaning.extraction import Policy, extract, scanner, settle
 from toolproxy.meaning.schema_shape import ShapeProblem, check_shape
 from toolproxy.transform.chat_request import TOOL_NAME
+from toolproxy.transform.request_transform import demand_of, demanded_tool
 
 SHORT = 400  # texts shorter than this are split at every position; longer ones in random chunks
 SEED = 20260522
@@ -82,7 +83,9 @@ def load_cases(directory: Path) -> list[Case]:
 
 
 def one_shot(case: Case) -> dict[str, Any]:
-    extraction = extract(case.text, case.tools, reasoning_field=case.reasoning_field)
+    """The case read as the proxy reads a whole answer, under the request's tool_choice where the case states it."""
+    demanded = demanded_tool(demand_of(case.expected.get("tool_choice")), case.tools)
+    extraction = extract(case.text, case.tools, policy=Policy(demanded=demanded), reasoning_field=case.reasoning_field)
     got = {"content": extraction.content(), "calls": [(call.name, call.arguments) for call in extraction.calls]}
     if "reasoning_content" in case.expected:
         got["reasoning_content"] = extraction.reasoning

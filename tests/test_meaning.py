@@ -216,3 +216,34 @@ def test_a_name_no_one_declared_tool_is_written_like_stays_text(written, declare
     tools = {name: {"type": "object", "properties": {"path": {"type": "string"}}} for name in declared}
     found = extract(call(written, {"path": "a"}), tools)
     assert found.calls == [] and found.content() == call(written, {"path": "a"})
+
+
+RESULT = {"type": "object", "properties": {"response": {"enum": ["A", "B"]}}, "required": ["response"],
+          "additionalProperties": False}
+
+
+@pytest.mark.parametrize(("answer", "demanded", "made"), [
+    ('{\n    "response": "B"\n}', "final_result", True),  # Qwen2.5 72B on Ollama under tool_choice required
+    ('```json\n{"response": "A"}\n```', "final_result", True),
+    ('{"response": "B"}', None, False),  # the answer may choose: a JSON answer is an answer
+    ('{"response": "C"}', "final_result", False),  # arguments the schema refuses stay text
+    ('The result is {"response": "B"}', "final_result", False),  # not the whole answer
+    ('["B"]', "final_result", False),
+])
+def test_the_answer_is_the_arguments_of_the_call_tool_choice_demands(answer, demanded, made):
+    tools = {"final_result": RESULT, "other": {"type": "object"}}
+    found = extract(answer, tools, policy=Policy(demanded=demanded))
+    assert [c.name for c in found.calls] == (["final_result"] if made else [])
+    assert found.content() == (None if made else answer)
+
+
+def test_tool_choice_naming_a_tool_turns_an_answer_of_its_arguments_into_the_call(upstream, proxy):
+    tools = [make_tool("final_result", {"response": {"enum": ["A", "B"]}}, ["response"]), make_tool("bash", {})]
+    upstream.completion('{"response": "B"}')
+    named = {"type": "function", "function": {"name": "final_result"}}
+    message = proxy.post(make_body("Which is better?", tools, tool_choice=named)).json()["choices"][0]["message"]
+    assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message["tool_calls"]] == [
+        ("final_result", {"response": "B"})]
+    upstream.completion('{"response": "B"}')
+    auto = proxy.post(make_body("Which is better?", tools)).json()["choices"][0]["message"]
+    assert auto.get("tool_calls") in (None, []) and auto["content"] == '{"response": "B"}'

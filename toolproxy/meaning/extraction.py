@@ -10,7 +10,7 @@ text goes through schema-anchored recovery (`recovery.py`) last.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolproxy.dialects import registry
@@ -20,6 +20,8 @@ from toolproxy.dialects.markers import markers_in
 from toolproxy.dialects.registry import AUTO_ORDER, DIALECTS
 from toolproxy.meaning import reasoning, schema
 from toolproxy.meaning.arguments import arguments_object, placeholders_only, unwrapped, validated
+from toolproxy.meaning.demanded import DIALECT as DEMANDED
+from toolproxy.meaning.demanded import demanded_call
 from toolproxy.meaning.holdback import wrapper_close, wrapper_opener
 from toolproxy.meaning.lookalike import demote_quoted, is_attempted
 from toolproxy.meaning.recovery import recover
@@ -31,6 +33,7 @@ class Policy:
     unknown_tools: str = "text"  # "pass": a call to an undeclared tool is returned anyway (seed 004's option 1)
     invalid_arguments: str = "pass"  # "text": a call whose arguments fail the schema stays text
     reasoning: str = "move"  # "keep" it in content, "move" it to reasoning_content, or "drop" it
+    demanded: str | None = None  # the one tool the request's tool_choice demands a call of (meaning/demanded.py)
 
 
 @dataclass(slots=True)
@@ -96,6 +99,8 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
             extraction.issues.extend([*rescued.issues, "reasoning: call found only inside reasoning was rescued"])
             extraction.failures.extend(rescued.failures)
             thought = "".join(segment.text for segment in rescued.segments if isinstance(segment, Text)).strip()
+    if policy.demanded in tools and not extraction.calls:
+        _take_demanded(extraction, parts.answer, tools, policy)
     note_leftover_markup(extraction, tools, answer.quoted)
     if policy.reasoning == "move":
         extraction.reasoning = thought or None
@@ -103,6 +108,16 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
         extraction.kept_reasoning = parts.markup
         extraction.reasoning = reasoning_field
     return extraction
+
+
+def _take_demanded(extraction: Extraction, answer: str, tools: ToolIndex, policy: Policy) -> None:
+    """The whole answer as the arguments of the call tool_choice demands, when they validate (demanded.py)."""
+    assert policy.demanded is not None
+    call = demanded_call(answer, policy.demanded)
+    judged = accept([call], tools, replace(policy, invalid_arguments="text")) if call else None
+    if judged is not None and judged.calls:
+        extraction.segments = judged.segments
+        extraction.issues.append(f"{DEMANDED}: the answer is the arguments of the call tool_choice demands")
 
 
 # Markers that only ever start a tool call, gathered from every dialect's declaration (`registry.CALL_MARKERS`):

@@ -103,8 +103,9 @@ class Exchange:
         tools = self.tools
         if demand is not None and demand.name:
             tools = {demand.name: tools[demand.name]}
-        return ToolRequest(tools, target.dialects, Policy(target.unknown_tools, target.invalid_arguments,
-                                                          target.reasoning),
+        policy = Policy(target.unknown_tools, target.invalid_arguments, target.reasoning,
+                        request_transform.demanded_tool(demand, tools))
+        return ToolRequest(tools, target.dialects, policy,
                            parallel_calls=self.request.body.get("parallel_tool_calls") is not False,
                            allow_calls=demand is not None, id_style=target.id_style,
                            access=AccessPolicy(target.allow_tools, target.deny_tools, target.deny_arguments))

@@ -33,6 +33,14 @@ def demand_of(tool_choice: Any) -> Demand | None:
     return Demand()
 
 
+def demanded_tool(demand: Demand | None, tools: Mapping[str, Any]) -> str | None:
+    """The one tool a call is demanded of: the one tool_choice names, or the only tool offered when a call is
+    required; None when the answer may choose."""
+    if demand is None or not demand.required:
+        return None
+    return demand.name or (next(iter(tools)) if len(tools) == 1 else None)
+
+
 def with_reasoning_effort(body: dict[str, Any], effort: str | None, switch: str) -> dict[str, Any]:
     """The client's reasoning effort as the model's setting says the upstream takes it (`reasoning_switch`):
     chat's `reasoning_effort` as given, or a chat-template switch that is off for "none" and "minimal"."""
