@@ -38,6 +38,8 @@ def recovered(text: str) -> list[str]:
     ('<tool_call>\n[{"tool_call_id": "0", "tool_name": "read", "parameters": {"path": "/a"}}]\n</tool_call>',
      "tool_name_key"),
     ('{"index": 0, "call_id": "c1", "name": "read", "arguments": {"path": "/a"}}', "lenient_reader"),
+    # smolagents' ToolCallingAgent format: its `Action:` label line goes with the call (huggingface/smolagents#158).
+    ('Action:\n{\n  "tool_name": "read",\n  "tool_arguments": {"path": "/a"}\n}', "tool_arguments_key"),
     # OpenAI's message written into content (Devstral, Gemma 3 through avante).
     ('{"tool_calls": [{"id": "1", "tool_name": "read", "parameters": {"path": "/a"}}]}', "tool_calls_object"),
     ('{"type": "function", "function": {"name": "read", "parameters": {"path": "/a"}}', "type_function_wrapper"),
@@ -145,3 +147,12 @@ def test_recovery_stays_linear_on_floods_of_damaged_openers(unit: str) -> None:
     text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
     extraction = extract(text, TOOLS)
     assert extraction.calls == []  # and it finished: a quadratic pass over 1 MB of these would not
+
+
+def test_a_label_line_before_a_recovered_call_is_its_markup_and_prose_is_not() -> None:
+    call = '{"tool_name": "read", "tool_arguments": {"path": "/a"}}'
+    assert extract(f"Action:\n{call}\nReading it now.", TOOLS).content() == "Reading it now."
+    kept = extract(f"I will read the file first:\n{call}", TOOLS)
+    assert calls(f"I will read the file first:\n{call}") == [("read", {"path": "/a"})]
+    assert kept.content() == "I will read the file first:"
+

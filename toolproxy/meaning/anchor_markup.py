@@ -71,8 +71,10 @@ _FIELD = r"<([\w-]{1,32})>[\w.:/-]{1,64}</\1>"
 _LINE_ITEMS = rf"{TOKEN}|{_FIELD}|{_TAG}|{_BRACKETED}|/?[\w-]{{1,64}}>"
 _MARKUP_LINE = re.compile(rf"[ \t\r]*+(?:(?:{_LINE_ITEMS})[ \t\r]*+)++")
 # Before a call, the same but for a tag that closes itself (`<goal status="completed"/>`): a whole element, a
-# statement of its own, not an opener of the call.
-_OPENER_LINE = re.compile(rf"[ \t\r]*+(?:(?!<[^<>\n]*/>)(?:{_LINE_ITEMS})[ \t\r]*+)++")
+# statement of its own, not an opener of the call; and a label of one or two words alone on its line (`Action:`,
+# as smolagents' ToolCallingAgent and ReAct prompts have the model write it before the call's JSON).
+_LABEL_ALONE = r"[\w-]{1,32}(?:[ \t][\w-]{1,32})?:"
+_OPENER_LINE = re.compile(rf"[ \t\r]*+(?:(?!<[^<>\n]*/>)(?:{_LINE_ITEMS}|{_LABEL_ALONE})[ \t\r]*+)++")
 _FENCED_LINE = re.compile(rf"[ \t\r]*+(?:(?:{_LINE_ITEMS}|```)[ \t\r]*+)++")  # and a code fence's closing line
 _CLOSING_LINE = re.compile(r"[ \t]*(?:</|\[/|<\|/)")  # a line that closes (`[/read_file]`): no next call
 LINE_REACH = 256  # how far along its line a name's neighbours are read

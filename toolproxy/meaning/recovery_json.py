@@ -9,7 +9,7 @@ from typing import Any
 
 _NAME_KEYS = ("name", "tool_name", "tool", "function_name")
 _LIST_KEY = "tool_calls"
-_ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input")
+_ARGUMENT_KEYS = ("arguments", "parameters", "args", "params", "input", "tool_arguments")
 _IGNORED_KEYS = frozenset({"type", "id", "jsonrpc"})
 # Beside an arguments key, the call's own id or place may stand too (Command R's `"tool_call_id": "0"`); without
 # one such a key could be an argument.
