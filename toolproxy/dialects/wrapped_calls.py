@@ -37,7 +37,8 @@ from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner, cal
 _LIST_HEAD = re.compile(r"\[(\s{0,64}+)(\S?)")
 # What the readers need after the opener, so that a flood of openers in prose is skipped in C: a Python call as far
 # as its first value, a list of those or of JSON objects, or a JSON object.
-_CALL_AHEAD = ahead(IDENTIFIER_AHEAD, ARGUMENTS_AHEAD)
+_CALL_AHEAD = either(ahead(IDENTIFIER_AHEAD, ARGUMENTS_AHEAD),
+                     ahead(literal("print("), r"[ \t]{0,64}+", IDENTIFIER_AHEAD, ARGUMENTS_AHEAD))
 _BODY_AHEAD = either(ahead(literal("["), SPACE, either(literal("{"), _CALL_AHEAD)), literal("{"))
 
 
@@ -126,15 +127,38 @@ def _json_calls(cursor: Cursor) -> Read[Calls]:
 
 
 def _call_lines(cursor: Cursor) -> Read[Calls]:
-    """Python calls separated by white space, up to the first thing that is not one; a broken call refuses all."""
+    """Python calls separated by white space, up to the first thing that is not one; a broken call refuses all.
+    A call may be printed (`print(get_weather(city="Paris"))`, as Google's Gemma function-calling guide writes
+    `tool_code`)."""
     found: list[Found] = []
     while (yield from _starts_call(cursor)):
+        printed = yield from _printed(cursor)
         call = yield from read_call(cursor, None)
+        if call is not None and printed:
+            yield from space(cursor)
+            call = call if (yield from marker(cursor, ")")) is not None else None
         if call is None:
             return None, False
         found.append(Found(*call, cursor.offset()))
         yield from space(cursor)
     return found, True
+
+
+_PRINT_HEAD = re.compile(r"print\([ \t]{0,64}+([A-Za-z_])?")
+
+
+def _printed(cursor: Cursor) -> Read[bool]:
+    """Whether `print(` and a name come next; read up to the name when they do, else nothing."""
+    while True:
+        head = _PRINT_HEAD.match(cursor.text, cursor.position)
+        if head is None:
+            return False
+        if head.group(1):
+            cursor.position = head.start(1)
+            return True
+        if head.end() < len(cursor.text) or cursor.ended:
+            return False
+        yield
 
 
 _CALL_HEAD = re.compile(rf"{IDENTIFIER_AHEAD}[ \t]{{0,64}}+(\()?")
