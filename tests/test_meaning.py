@@ -247,3 +247,12 @@ def test_tool_choice_naming_a_tool_turns_an_answer_of_its_arguments_into_the_cal
     upstream.completion('{"response": "B"}')
     auto = proxy.post(make_body("Which is better?", tools)).json()["choices"][0]["message"]
     assert auto.get("tool_calls") in (None, []) and auto["content"] == '{"response": "B"}'
+
+
+def test_a_native_call_is_not_doubled_by_an_answer_of_its_arguments(upstream, proxy):
+    tools = [make_tool("final_result", {"response": {"enum": ["A", "B"]}}, ["response"])]
+    native = {"id": "call_1", "type": "function",
+              "function": {"name": "final_result", "arguments": '{"response": "A"}'}}
+    upstream.completion('{"response": "B"}', tool_calls=[native])
+    message = proxy.post(make_body("Which?", tools, tool_choice="required")).json()["choices"][0]["message"]
+    assert [json.loads(c["function"]["arguments"]) for c in message["tool_calls"]] == [{"response": "A"}]

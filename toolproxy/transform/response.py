@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from toolproxy.dialects.base import Call, Segment, Text, ToolIndex
@@ -99,7 +99,8 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
         text_part, native_part = Extraction([Text(content or "")]), Extraction([Text(s.source) for s in native])
         native_part.issues += [f"native: call to {s.name!r} dropped (tool_choice is none)" for s in native]
     else:
-        text_part = extract(content or "", request.tools, request.dialects, request.policy,
+        policy = replace(request.policy, demanded=None) if native else request.policy  # the call came natively
+        text_part = extract(content or "", request.tools, request.dialects, policy,
                             reasoning_field=None if native else thought)
         native_part = accept(list(native), request.tools, request.policy)
     combined = Extraction([*native_part.calls, *text_part.segments, *_texts(native_part)],
