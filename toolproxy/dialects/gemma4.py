@@ -140,8 +140,8 @@ class Gemma4Scanner(TokenBlockScanner):
         `create-pdf-file`), also after `call:` misspelt as `call-` (`call-execute-code`); else after `call:` the
         name as written (extraction refuses it), and without it none."""
         declared = declared_name(written, self._tools)
-        if declared is None and written.startswith(_MISSPELT_CALL):
-            declared = declared_name(written[len(_MISSPELT_CALL[0]) :], self._tools)
+        if declared is None and written.startswith(_MISSPELT_CALL):  # each as long as `call:`
+            declared = declared_name(written[len(_CALL) :], self._tools)
         return declared if declared is not None or not called else written
 
 

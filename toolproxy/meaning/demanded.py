@@ -8,8 +8,6 @@ it becomes the call, when it is the whole answer (perhaps in one json fence) and
 
 from __future__ import annotations
 
-import json
-
 from toolproxy.dialects.base import Call
 
 DIALECT = "demanded"
@@ -17,15 +15,10 @@ _FENCE = "```"
 
 
 def demanded_call(answer: str, name: str) -> Call | None:
-    """The answer as the arguments of the demanded tool `name`, unjudged; None when it is not one JSON object."""
+    """The answer as the arguments of the demanded tool `name`, unjudged: its JSON text, decoded (or refused) as
+    every call's arguments are (`arguments.arguments_object`); None when it does not begin as an object."""
     body = _unfenced(answer.strip())
-    if not body.startswith("{"):
-        return None
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    return Call(name, value, answer, DIALECT) if isinstance(value, dict) else None
+    return Call(name, body, answer, DIALECT) if body.startswith("{") else None
 
 
 def _unfenced(text: str) -> str:
