@@ -2,9 +2,9 @@
 streamed exactly as the real-world ratchet judges its corpus (`tests/corpus.py`), with the totals and a breakdown
 per model family. It measures; it asserts nothing and changes nothing.
 
-    .venv/bin/python bench/heldout.py DIR          # e.g. tests/golden/heldout14, once, before a round's first change
+    .venv/bin/python bench/heldout.py DIR          # e.g. tests/golden/heldout15, once, before a round's first change
 
-The folder has no default on purpose: the next round's set (`tests/golden/heldout14`) is run only by whoever means
+The folder has no default on purpose: the next round's set (`tests/golden/heldout15`) is run only by whoever means
 to take its figure, never by a command typed out of habit. Any folder of cases works (`tests/golden/realworld`).
 
 False calls are calls returned beyond those meant (a call where none was meant, or to a tool nobody meant);

@@ -28,8 +28,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 387
-MIN_STREAMING_PASSED = 387
+MIN_ONE_SHOT_PASSED = 398
+MIN_STREAMING_PASSED = 398
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -73,6 +73,9 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     "argument's value inside, no key (`<tool_call>\\n<bash>\\npwd\\n</tool_call>`)",
     "set13_k_03_qwen3coder480b_hfrouter_qwencode": "a call written as prose in brackets (`[tool_call: glob for pattern "
     "'**/example.py']`), as the set-3 case above",
+    # Set 14, joined after its figure was taken unseen (11/12 at 1555b7e, ea9e494 and df9adfc, docs/heldout.md).
+    "set14_a_02_nocall_minicpm5_2b_mlx4bit_lmstudio_agency": "a no-call answer's leading blank lines are trimmed "
+    "(as above)",
 }
 # A case that fails one-shot fails streaming too (streaming must give the same result); these fail only there.
 XFAIL_STREAMING_ONLY: dict[str, str] = {}
