@@ -29,6 +29,8 @@ def recovered(text: str) -> list[str]:
     ("<function=read>\n<parameter=path>/a</parameter>", "closer_missing"),
     ("<tool_call>\n<function=square>\n<parameter=n>\n4\n\n</tool_call>", "closer_missing"),
     ("<tool_call>read<arg_key>path</arg_key><arg_value>/a</arg_value></tool_cal", "truncated_closer"),
+    # A closer cut by max_tokens after a whole JSON call (SmolLM2 on vLLM, Joakimpalm-Zen/xyntetik-runner).
+    ('<tool_call>\n{"name": "read", "arguments": {"path": "/a"}}\n</tool', "truncated_closer"),
     ("<name>read\n</parameter>\n<parameter=path>\n/a\n</parameter>\n</function>", "stray_closer"),
     ('<tool_call>\n<function>read</function>\n{"path": "/a"}\n</tool_call>', "opener_variant"),
     ('<function name="read"><param name="path">/a</param></function>', "opener_variant"),
@@ -156,3 +158,24 @@ def test_a_label_line_before_a_recovered_call_is_its_markup_and_prose_is_not() -
     assert calls(f"I will read the file first:\n{call}") == [("read", {"path": "/a"})]
     assert kept.content() == "I will read the file first:"
 
+
+
+@pytest.mark.parametrize("tail", ["\n</tool and then", "\n<", "\n<b", "\n</think"])
+def test_only_a_cut_known_closer_at_the_very_end_goes_with_the_call(tail: str) -> None:
+    extraction = extract('<tool_call>\n{"name": "read", "arguments": {"path": "/a"}}\n</tool_call>' + tail, TOOLS)
+    assert [(call.name, call.arguments) for call in extraction.calls] == [("read", {"path": "/a"})]
+    assert extraction.content() == tail.strip()
+
+
+def test_arguments_written_in_the_schemas_shape_are_its_properties() -> None:
+    """A small model shown the schema copies its shape (Llama 3.2 3B through crewAI's converter)."""
+    text = '{"name": "read", "arguments": {"type": "object", "properties": {"path": "/a"}, "required": ["path"]}}'
+    assert calls(text) == [("read", {"path": "/a"})]
+    assert calls('{"name": "read", "arguments": {"properties": {"path": "/a"}}}') == [("read", {"path": "/a"})]
+
+
+def test_a_declared_properties_argument_is_an_argument() -> None:
+    tools = {"define": {"type": "object", "properties": {"properties": {"type": "object"}, "type": {"type": "string"}},
+                        "required": ["properties"]}}
+    text = '{"name": "define", "arguments": {"type": "object", "properties": {"path": "/a"}}}'
+    assert calls(text, tools) == [("define", {"type": "object", "properties": {"path": "/a"}})]

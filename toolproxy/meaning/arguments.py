@@ -17,7 +17,10 @@ from toolproxy.meaning.json_repair import repair_arguments
 
 # Keys models wrap all the arguments in when the schema has no such property (DeepSeek V3.2 and V4 write
 # `<parameter name="arguments" string="false">{...}</parameter>`).
-_WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params"})
+# `properties` too: a small model prompted with the schema copies its shape (`{"properties": {...}}`, perhaps with
+# the schema's `type` and `required` beside it).
+_WRAPPER_KEYS = frozenset({"arguments", "input", "args", "parameters", "params", "properties"})
+_SCHEMA_SHAPE_KEYS = frozenset({"properties", "type", "required"})
 # A value that stands for one the reader must fill in: `your_city_here`, `YOUR_API_KEY`, `<city>`, `{{path}}`,
 # `${name}`. (Not `...`: reports elide real values so, and a model's own `...` is no clearer.)
 # `<city>` is words only: a value of HTML (`<img src=x>`) is a value.
@@ -60,9 +63,15 @@ def unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, issues: l
     """All the arguments as one object under a wrapper key the schema does not declare, when the object's own
     keys are the schema's: the object (vLLM's DSML parsers do the same)."""
     properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
-    if len(arguments) != 1 or not isinstance(properties, dict):
+    if not isinstance(properties, dict):
         return arguments
-    (key, inner), = arguments.items()
+    if len(arguments) > 1 and "properties" in arguments and _SCHEMA_SHAPE_KEYS.issuperset(arguments) and not (
+            _SCHEMA_SHAPE_KEYS & properties.keys()):
+        key, inner = "properties", arguments["properties"]  # the schema's shape: its properties are the arguments
+    elif len(arguments) == 1:
+        (key, inner), = arguments.items()
+    else:
+        return arguments
     if isinstance(inner, str) and inner.lstrip().startswith("{"):
         inner = repair_arguments(inner).value  # the object written as a string (`string="true"`), mended as any
         if inner is None:

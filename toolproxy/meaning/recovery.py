@@ -221,6 +221,13 @@ def _absorb_markup_lines(segments: list[Segment], tools: ToolIndex) -> list[Segm
     return merge_text(out)
 
 
+def _cut_closer(tail: str) -> bool:
+    """Whether the end of a reply is a closer cut short by max_tokens (`</tool` after a whole call): a start of
+    markup (`</`, `<|`) that only a known closer begins with."""
+    tail = tail.rstrip()
+    return tail.startswith(("</", "<|")) and any(len(tail) < len(c) and c.startswith(tail) for c in _ORPHAN_CLOSERS)
+
+
 def _absorb_wrappers(segments: list[Segment], issues: list[str]) -> list[Segment]:
     """A wrapper's opener just before a call and its closer just after go into the call's source; a known closer
     right after a call with no opener before it too (`closer_without_opener`)."""
@@ -249,9 +256,12 @@ def _absorb_wrappers(segments: list[Segment], issues: list[str]) -> list[Segment
             stripped = after.text.lstrip()
             closer = open_closer if open_closer and stripped.startswith(open_closer) else next(
                 (c for c in _ORPHAN_CLOSERS if stripped.startswith(c)), None)
+            if closer is None and last + 2 == len(out) and _cut_closer(stripped):
+                closer = stripped
+                issues.append("recovered:truncated_closer")
+            elif closer is not None and closer != open_closer:
+                issues.append("recovered:closer_without_opener")
             if closer is not None:
-                if closer != open_closer:
-                    issues.append("recovered:closer_without_opener")
                 cut = len(after.text) - len(stripped) + len(closer)
                 suffix = after.text[:cut]
                 out[last + 1] = Text(after.text[cut:])
