@@ -28,8 +28,8 @@ from tests.sse_client import accumulate, read_stream
 REALWORLD = Path(__file__).parent / "golden" / "realworld"
 
 # Ratchet: raise these as cases are fixed, never lower them.
-MIN_ONE_SHOT_PASSED = 400
-MIN_STREAMING_PASSED = 400
+MIN_ONE_SHOT_PASSED = 402
+MIN_STREAMING_PASSED = 402
 MAX_FALSE_CALLS = 0
 
 XFAIL_ONE_SHOT: dict[str, str] = {
@@ -40,9 +40,8 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     "nocall_qwen36_announces_next_step_and_stops": "a no-call answer's leading blank lines are trimmed",
     # The second held-out set (docs/heldout.md), joined to the corpus after its figure was taken (27/40); four
     # more of its forms are read since by the name-anchored fallback (meaning/anchor.py).
-    # The third held-out set (docs/heldout.md), joined to the corpus after its figure was taken (19/25).
-    "bracketed_tool_call_transcript_line_read_file_easy_llm_cli": "a call written as prose in brackets "
-    "(`[tool_call: read_file for absolute_path 'x']`) is not read: its words are prose, not markup",
+    # The third held-out set (docs/heldout.md), joined to the corpus after its figure was taken (19/25); its
+    # bracketed call said in words is read since (dialects/said_call.py).
     "mimo26flash_function_without_parameter_opener_exec_js_opencodex": "a Qwen3-Coder function whose one value has "
     "no <parameter=...> opener (only its closer) is not read",
     "set4_b_qwen36_35b_plain_line_tool_name_then_command_vmlx": "two plain lines, the tool's name and then its one "
@@ -68,8 +67,6 @@ XFAIL_ONE_SHOT: dict[str, str] = {
     "(Kimi K2 Thinking on Bedrock): the rest reads as reasoning, as for a reply cut off while thinking",
     "set13_i_09_minimax_m21_llamaserver_localgpt": "a Q2_K MiniMax's call as the tool's name for a tag and the one "
     "argument's value inside, no key (`<tool_call>\\n<bash>\\npwd\\n</tool_call>`)",
-    "set13_k_03_qwen3coder480b_hfrouter_qwencode": "a call written as prose in brackets (`[tool_call: glob for pattern "
-    "'**/example.py']`), as the set-3 case above",
     # Set 14, joined after its figure was taken unseen (11/12 at 1555b7e, ea9e494 and df9adfc, docs/heldout.md).
     "set14_a_02_nocall_minicpm5_2b_mlx4bit_lmstudio_agency": "a no-call answer's leading blank lines are trimmed "
     "(as above)",

@@ -37,6 +37,7 @@ from toolproxy.dialects.named_json import NamedJsonDialect
 from toolproxy.dialects.prefixed_json import PrefixedJsonDialect
 from toolproxy.dialects.pythonic import PythonicDialect
 from toolproxy.dialects.qwen3_xml import Qwen3XmlDialect
+from toolproxy.dialects.said_call import SaidCallDialect
 from toolproxy.dialects.tag_xml import TagXmlDialect
 from toolproxy.dialects.wrapped_calls import WrappedCallsDialect
 
@@ -109,6 +110,8 @@ DIALECTS: dict[str, Dialect] = {
     # calls in, written as a call (Gemini 3.5 Flash behind ClawRouter).
     "bracketed_name": NamedJsonDialect("bracketed_name", "[", "]", ("[/{name}]", "[END_TOOL_REQUEST]")),
     "called_function": NamedJsonDialect("called_function", '[Called function "', '" with args:', ("]",)),
+    # Gemini CLI's prompt examples, copied by the open models its forks drive (`[tool_call: glob for pattern 'x']`).
+    "said_call": SaidCallDialect(),
     # Gemma 3's documented form, and Gemma 4's when it drifts (waybarrios/vllm-mlx#622): Python calls, one a line.
     "tool_code": WrappedCallsDialect("tool_code", "```tool_code", "```", lines=True),
     # Both start at a line-leading `[`, but pythonic needs a declared name and `(`, json a `{`.
