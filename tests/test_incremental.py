@@ -135,6 +135,23 @@ def test_answer_markup_is_dropped_from_a_stream_with_no_call(text: str):
         assert live(pieces, request) == want, pieces
 
 
+@pytest.mark.parametrize(("text", "content"), [
+    ("\n\nNo call is needed.", "\n\nNo call is needed."),  # what the server sent (its think span stripped)
+    ("<think>a greeting</think>\n\nHi.", "Hi."),  # a blank line after markup set aside is layout
+    ("\n\n<think>a greeting</think>\n\nHi.", "Hi."),
+    ("  \n\n", ""),  # nothing but whitespace is no content
+    ("\n\nLet me read it.\n" + CALL, "\n\nLet me read it."),  # text before a call keeps its lead
+    ("\n\n" + CALL + "\n\nDone.", "Done."),  # text after a call does not
+])
+def test_leading_whitespace_is_kept_unless_a_call_or_markup_came_first(text: str, content: str):
+    """Buffered keeps what the answer opens with (Extraction.lead); a stream sends the same at every split."""
+    request = ToolRequest(TOOLS)
+    want = buffered(text, request)
+    assert want[0] == content
+    for pieces in ([text], list(text), *([text[:cut], text[cut:]] for cut in range(1, len(text)))):
+        assert live(pieces, request) == want, pieces
+
+
 # Every dialect's golden cases and the real-world corpus (its cases may carry the server's reasoning field).
 CORPUS = [*CASES, *sorted((Path(__file__).parent / "golden" / "realworld").glob("*.json"))]
 
@@ -255,6 +272,17 @@ def test_golden_sample_end_to_end_both_strategies(path: Path, upstream, both):
         assert got[1:] == want[1:]
     else:
         assert got == want
+
+
+def test_a_no_call_answer_keeps_its_leading_blank_lines_through_the_proxy(upstream, both):
+    """MiniCPM5 on LM Studio, GLM-4.6 and Qwen3.6 answered with a blank line first (tests/golden/realworld): the
+    client gets it as the server sent it, buffered, streamed whole and streamed live."""
+    upstream.script = _stream_script("\n\nWhich ticket do you mean?", size=3)
+    for proxy in both:
+        body = make_body("the status of team X?", [READ])
+        assert proxy.post(body).json()["choices"][0]["message"]["content"] == "\n\nWhich ticket do you mean?"
+        streamed = _outcome(read_stream(proxy.post({**body, "stream": True})))
+        assert streamed == ("\n\nWhich ticket do you mean?", [], "stop")
 
 
 def test_reasoning_goes_out_as_it_arrives_and_usage_last(upstream, both):

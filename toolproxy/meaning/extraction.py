@@ -46,6 +46,9 @@ class Extraction:
     denied: list[str] = field(default_factory=list)  # the dialect of each call the access policy refused
     # Each call the answer attempted: (dialect, outcome, repaired), outcome one of ATTEMPT_OUTCOMES.
     attempts: list[tuple[str, str, bool]] = field(default_factory=list)
+    # The whitespace the answer's text opens with, kept in front of the content; none where a call or markup set
+    # aside (a blank line after `</think>`) came before its first character (`extract`).
+    lead: str = ""
 
     @property
     def calls(self) -> list[Call]:
@@ -58,17 +61,17 @@ class Extraction:
     def content(self) -> str | None:
         """The text around the calls, as the message's content.
 
-        With no call the text is returned untouched but for its leading whitespace. Around calls, each piece is
-        trimmed of the blank lines that separated it from a call; content is None only when nothing but calls
-        remains.
+        With no call the text is returned untouched but for leading whitespace other than `lead`. Around calls,
+        each piece is trimmed of the blank lines that separated it from a call, the first keeping `lead`; content
+        is None only when nothing but calls remains. A live stream sends the same (holdback.ContentWriter).
         """
         texts = [segment.text for segment in self.segments if isinstance(segment, Text)]
         if not self.calls and not self.denied:
-            # Leading whitespace is layout (models write a blank line after `</think>`), and dropping it always
-            # lets a live stream send text before it knows whether a call will follow.
             text = "".join(texts)
-            return self.kept_reasoning + text if self.kept_reasoning else text.lstrip()
+            return self.kept_reasoning + text if self.kept_reasoning else self.lead + text.lstrip()
         pieces = [text.strip() for text in (self.kept_reasoning, *texts) if text.strip()]
+        if pieces and not self.kept_reasoning:
+            pieces[0] = self.lead + pieces[0]
         return "\n\n".join(pieces) or None
 
 
@@ -102,12 +105,23 @@ def extract(text: str, tools: ToolIndex, dialects: Sequence[str] = (), policy: P
     if policy.demanded in tools and not extraction.calls:
         _take_demanded(extraction, parts.answer, tools, policy)
     note_leftover_markup(extraction, tools, answer.quoted)
+    extraction.lead = _lead(text, extraction.segments)
     if policy.reasoning == "move":
         extraction.reasoning = thought or None
     elif policy.reasoning == "keep":
         extraction.kept_reasoning = parts.markup
         extraction.reasoning = reasoning_field
     return extraction
+
+
+def _lead(text: str, segments: list[Segment]) -> str:
+    """The whitespace the answer opens with, where it opens with text, and nothing but that whitespace stood in
+    the reply before the text's first character (no markup set aside: after `</think>` a blank line is layout)."""
+    first = segments[0] if segments else None
+    if not isinstance(first, Text) or not first.text.strip():
+        return ""
+    lead = first.text[: len(first.text) - len(first.text.lstrip())]
+    return lead if text.startswith(first.text[: len(lead) + 1]) else ""
 
 
 def _take_demanded(extraction: Extraction, answer: str, tools: ToolIndex, policy: Policy) -> None:

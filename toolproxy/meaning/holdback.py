@@ -1,7 +1,7 @@
 """What a live stream may hold back, and nothing more: the tail that could still begin a call (the scanners
 decide), inline reasoning markers cut in half, a wrapper (a Markdown fence, a tag alone on its line) that a
-following call would take with it, and whitespace whose fate depends on whether a call comes. Shared by the VTC
-stream and `stream_strategy: incremental`; pure, no I/O.
+following call would take with it (the whitespace whose fate depends on whether a call comes: writers.py). Shared by
+the VTC stream and `stream_strategy: incremental`; pure, no I/O.
 """
 
 from __future__ import annotations
@@ -45,12 +45,18 @@ def source(segment: Segment) -> str:
 WAIT_FOR_CLOSER = 4096  # characters a `closed_only` opener is held for, waiting for its closer
 
 
+# The piece that says a marker was set aside here (an empty one of reasoning): the answer's whitespace before its
+# first character is layout after it (Extraction.lead_is_layout).
+MARKUP = (True, "")
+
+
 class ReasoningStream:
     """Inline `<think>...</think>` (and the other pairs of reasoning.MARKERS) split off as text arrives: yields
-    (is_reasoning, text) pieces; only a marker cut in half is held. The whole-text split (reasoning.split) also
-    takes text before a closer that was never opened as reasoning; a stream has sent that text already, so it
-    notes `late_closer` instead. Markup around the answer that the whole-text split sets aside wherever it stands
-    (Kimi K3's response channel, Cohere's response tokens: channels.ANSWER_MARKUP) is dropped here too."""
+    (is_reasoning, text) pieces, and `MARKUP` where a marker was; only a marker cut in half is held. The
+    whole-text split (reasoning.split) also takes text before a closer that was never opened as reasoning; a stream
+    has sent that text already, so it notes `late_closer` instead. Markup around the answer that the whole-text
+    split sets aside wherever it stands (Kimi K3's response channel, Cohere's response tokens:
+    channels.ANSWER_MARKUP) is dropped here too."""
 
     def __init__(self) -> None:
         self._inside: tuple[str, str] | None = None
@@ -85,8 +91,9 @@ class ReasoningStream:
                 break
             if marker not in ANSWER_MARKUP:
                 self._switch(marker, pieces)
+            pieces.append(MARKUP)
             position = start + len(marker)
-        return [(kind, piece) for kind, piece in pieces if piece]
+        return [(kind, piece) for kind, piece in pieces if piece or (kind, piece) == MARKUP]
 
     def finish(self) -> list[tuple[bool, str]]:
         pieces: list[tuple[bool, str]] = []
@@ -246,55 +253,3 @@ def quoted_after(text: str, final: bool) -> bool | None:
     if (text if end < 0 else text[:end]).strip():
         return True
     return False if end >= 0 or final else None
-
-
-class VerbatimWriter:
-    """Text exactly as the model wrote it, nothing held: for a client that gets the calls back inside the text
-    (VTC), where the text around a call keeps its place and its blank lines."""
-
-    has_calls = False
-
-    def text(self, text: str) -> str:
-        return text
-
-    def boundary(self, call: bool) -> None:
-        return None
-
-    def finish(self) -> str:
-        return ""
-
-
-class ContentWriter:
-    """Text as it may go out now, so that the whole stream equals `Extraction.content()` of the whole answer:
-    leading whitespace dropped; around calls each piece trimmed and pieces joined by a blank line; without calls
-    the text untouched. Only a run of whitespace is ever held, since only its fate waits on a call."""
-
-    def __init__(self) -> None:
-        self.has_calls = False
-        self._started = False
-        self._pending = ""  # whitespace since the last character sent
-        self._boundary = False  # a call (or a refusal written in its place) since the last character sent
-
-    def text(self, text: str) -> str:
-        core = text.strip()
-        if not core:
-            self._pending += text
-            return ""
-        lead = text[: len(text) - len(text.lstrip())]
-        if not self._started:
-            gap = ""
-        elif self._boundary and self.has_calls:
-            gap = "\n\n"
-        else:
-            gap = self._pending + lead
-        self._started, self._boundary = True, False
-        self._pending = text[len(text.rstrip()) :]
-        return gap + core
-
-    def boundary(self, call: bool) -> None:
-        self._boundary = True
-        self.has_calls = self.has_calls or call
-
-    def finish(self) -> str:
-        pending, self._pending = self._pending, ""
-        return "" if self.has_calls or not self._started else pending

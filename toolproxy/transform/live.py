@@ -13,9 +13,7 @@ from toolproxy.dialects.base import Call, Segment, Text
 from toolproxy.meaning.extraction import Extraction, accept, groups, note_leftover_markup, scan_text, scanner
 from toolproxy.meaning.holdback import (
     BoundedScanner,
-    ContentWriter,
     ReasoningStream,
-    VerbatimWriter,
     quoted_after,
     wrapper_close,
     wrapper_opener,
@@ -23,6 +21,7 @@ from toolproxy.meaning.holdback import (
 )
 from toolproxy.meaning.lookalike import LEAD_REACH, Quoting, demote_quoted, introduces_example
 from toolproxy.meaning.recovery import recover
+from toolproxy.meaning.writers import ContentWriter, VerbatimWriter
 from toolproxy.transform.native_stream import NativeCalls
 from toolproxy.transform.response import ToolRequest, police
 
@@ -84,7 +83,7 @@ class LiveChoice:
         self._split = ReasoningStream()
         self._scanner = BoundedScanner(lambda: scanner(request.tools, request.dialects), limit)
         self._writer: ContentWriter | VerbatimWriter = VerbatimWriter() if verbatim else ContentWriter()
-        self._thinking = ContentWriter()
+        self._thinking = ContentWriter(keeps_lead=False)
         self._tail = ""  # a wrapper opener in the making
         self._waiting: _Waiting | None = None
         self._lead = ""  # the end of the text since the last call (the text "before" a call: fences, quotes)
@@ -127,6 +126,7 @@ class LiveChoice:
         if not is_reasoning:
             self._segments(self._scanner.feed(piece), out)
             return
+        self._writer.markup()
         if self._request.policy.reasoning == "move":
             out.reasoning += self._thinking.text(piece)
 

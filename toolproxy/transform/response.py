@@ -107,6 +107,7 @@ def _transform_choice(choice: dict[str, Any], request: ToolRequest, outcome: Out
                           [*native_part.issues, *text_part.issues], [*native_part.failures, *text_part.failures],
                           _reasoning(text_part, thought, native, request), text_part.kept_reasoning)
     combined.attempts = [*native_part.attempts, *text_part.attempts]
+    combined.lead = text_part.lead
     combined.segments = police(combined, request.access)
     outcome.add(combined)
     calls = _limit_calls([_wire_call(call) for call in combined.calls], request.parallel_calls, outcome)
