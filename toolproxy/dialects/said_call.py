@@ -4,7 +4,7 @@ must run in the background]`.
 
 Gemini CLI and its forks for open models (Qwen Code, iFlow CLI, easy-llm-cli) send that prompt, and the models they
 drive copy its examples as their action instead of calling the tool (QwenLM/qwen-code#31,
-ConardLi/easy-llm-cli). The tool's name, `for`, then quoted values, each after its argument's name (`and` or `,`
+ConardLi/easy-llm-cli#57). The tool's name, `for`, then quoted values, each after its argument's name (`and` or `,`
 between pairs); a value without a name belongs to the tool's one required argument; a reason may close it
 (`because ...`). Values are strings, typed later by the schema like every XML value; `extraction.py` validates.
 """
