@@ -76,6 +76,7 @@ OPENERS: dict[str, str] = {
     "bracketed_name": "[tool_a]\n{",
     "called_function": '[Called function "tool_a" with args: {',
     "tool_code": "```tool_code\ntool_a(",
+    "said_call": "[tool_call: tool_a for a 'x' and ",
     "pythonic": "\n[tool_a(a=",
     "json": "\n{",
 }

@@ -23,10 +23,19 @@ from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
 OPENER = "[tool_call: "
 _NAME = re.compile(r"[\w.:-]+")
 _KEY = re.compile(r"[A-Za-z_][\w.-]*")
-_NAME_LIMIT = 128
-_VALUE_LIMIT = 8192
-_REASON_LIMIT = 512
 _AFTER_VALUE = ("]", ", ", " and ", " because ")
+# Bounds that keep a whole call within the scanner's rewind reach (cursor.REWIND_LIMIT), so that the lookahead
+# below may judge it whole: the form holds short values (paths, patterns, a command), a few of them.
+_WORD_LIMIT = 64
+_VALUE_LIMIT = 200
+_PAIRS = 3
+_REASON_LIMIT = 96
+_PAIR = (rf"(?:[A-Za-z_][\w.-]{{0,{_WORD_LIMIT - 1}}}+ )?"
+         rf"""(?:'[^'\n]{{0,{_VALUE_LIMIT}}}+'|"[^"\n]{{0,{_VALUE_LIMIT}}}+")""")
+# The whole call as the steps read it, or the text ending within reach (a stream waits there): a flood of openers,
+# or of calls broken after their first value, is then skipped at C speed. Possessive and bounded: no backtracking.
+_CALL_AFTER_NAME = (rf" for {_PAIR}(?:(?:, | and ){_PAIR}){{0,{_PAIRS - 1}}}+"
+                    rf"(?: because [^\]\n]{{0,{_REASON_LIMIT}}}+)?\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +61,7 @@ class SaidCallDialect:
 
 class SaidCallScanner(TokenBlockScanner):
     def __init__(self, dialect: str, tools: ToolIndex) -> None:
-        super().__init__(dialect, (OPENER,))
+        super().__init__(dialect, (OPENER,), {OPENER: _follow(tools)})
         self._tools = tools
 
     def _hold(self) -> int:
@@ -60,13 +69,13 @@ class SaidCallScanner(TokenBlockScanner):
 
     def _read(self, opener: str) -> Script:
         cursor = self._cursor
-        written = yield from word(cursor, _NAME, _NAME_LIMIT)
+        written = yield from word(cursor, _NAME, _WORD_LIMIT)
         name = declared_name(written, self._tools) if written else None
         if name is None or (yield from marker(cursor, " for ")) is None:
             return None
         arguments: dict[str, str] = {}
         while True:
-            key = yield from word(cursor, _KEY, _NAME_LIMIT)
+            key = yield from word(cursor, _KEY, _WORD_LIMIT)
             if key is not None and (yield from marker(cursor, " ")) is None:
                 return None
             key = key or _sole_required(self._tools[name])
@@ -79,10 +88,17 @@ class SaidCallScanner(TokenBlockScanner):
             if after == " because ":
                 reason = yield from until(cursor, "]", _REASON_LIMIT)
                 after = "]" if reason is not None and "\n" not in reason else None
-            if after is None:
+            if after is None or (after != "]" and len(arguments) == _PAIRS):
                 return None
             if after == "]":
                 return [Found(name, arguments, cursor.offset())]
+
+
+def _follow(tools: ToolIndex) -> str:
+    """What must follow the opener: a declared name as `declared_name` reads it (a namespace before it, `-` and `_`
+    alike), then the whole call, or the text ending within reach (a stream waits there)."""
+    names = "|".join(re.sub(r"\\-|_", "[-_]", re.escape(name)) for name in sorted(tools, key=len, reverse=True))
+    return rf"(?:(?:[\w.:-]{{0,{_WORD_LIMIT}}}:)?(?:{names}){_CALL_AFTER_NAME}|[^\n]{{0,1000}}+\Z)"
 
 
 def _sole_required(schema: Mapping[str, Any]) -> str | None:
