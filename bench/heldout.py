@@ -2,9 +2,9 @@
 streamed exactly as the real-world ratchet judges its corpus (`tests/corpus.py`), with the totals and a breakdown
 per model family. It measures; it asserts nothing and changes nothing.
 
-    .venv/bin/python bench/heldout.py DIR          # e.g. tests/golden/heldout15, once, before a round's first change
+    .venv/bin/python bench/heldout.py DIR          # e.g. tests/golden/heldout16, once, before a round's first change
 
-The folder has no default on purpose: the next round's set (`tests/golden/heldout15`) is run only by whoever means
+The folder has no default on purpose: the next round's set (`tests/golden/heldout16`) is run only by whoever means
 to take its figure, never by a command typed out of habit. Any folder of cases works (`tests/golden/realworld`).
 
 False calls are calls returned beyond those meant (a call where none was meant, or to a tool nobody meant);
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.corpus import Case, false_calls, load_cases, missed_calls, one_shot, streaming_disagreement
+from tests.corpus import Case, false_calls, load_cases, mislabelled, missed_calls, one_shot, streaming_disagreement
 
 NO_CALL = "(no call is right)"
 
@@ -111,6 +111,10 @@ def main() -> int:
     if not cases:
         print(f"no cases in {directory}", file=sys.stderr)
         return 1
+    wrong = [f"{case.name}: {why}" for case in cases if (why := mislabelled(case))]
+    if wrong:  # a label is mended before the figure is taken, never after (docs/heldout.md, set 15)
+        print("expectations to mend before measuring:", *wrong, sep="\n  ", file=sys.stderr)
+        return 2
     for line in report(directory, [judge(case) for case in cases]):
         print(line)
     return 0

@@ -54,6 +54,20 @@ class Case:
         return wanted
 
 
+def mislabelled(case: Case) -> str | None:
+    """Why a case's expectation cannot be what a careful reader extracts, or None. Calls are expected while the
+    content keeps the whole reply, the calls' own markup (a miner copied the text into `content` too), or is ""
+    where only calls remain (content is then none, as OpenAI writes it)."""
+    content = case.expected["content"]
+    if not case.expected["tool_calls"] or content is None:
+        return None
+    if content == "":
+        return 'calls expected beside a content of "": with only calls, content is none'
+    if content.strip() == case.text.strip():
+        return "calls expected while the content keeps the whole reply, the calls' own markup"
+    return None
+
+
 def requestable(path: Path) -> bool:
     """Whether a request may carry the case's tools (the OpenAI name rule and the schema check the proxy enforces):
     a case whose tools break them (LM Studio's "Web Search", KoboldCpp's `"properties": {"type": "object"}`) is read
