@@ -60,8 +60,9 @@ def strings(value: Any) -> Iterator[str]:
 
 
 def unwrapped(arguments: dict[str, Any], tool_schema: Any, call: Call, issues: list[str]) -> dict[str, Any]:
-    """All the arguments as one object under a wrapper key the schema does not declare, when the object's own
-    keys are the schema's: the object (vLLM's DSML parsers do the same)."""
+    """All the arguments as one object under a wrapper key the schema does not declare (or as the schema's own
+    `properties`, beside its `type` and `required`), when the object's own keys are the schema's: the object
+    (vLLM's DSML parsers do the same)."""
     properties = tool_schema.get("properties") if isinstance(tool_schema, dict) else None
     if not isinstance(properties, dict):
         return arguments

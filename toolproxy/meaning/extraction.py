@@ -63,7 +63,7 @@ class Extraction:
 
         With no call the text is returned untouched but for leading whitespace other than `lead`. Around calls,
         each piece is trimmed of the blank lines that separated it from a call, the first keeping `lead`; content
-        is None only when nothing but calls remains. A live stream sends the same (holdback.ContentWriter).
+        is None only when nothing but calls remains. A live stream sends the same (writers.ContentWriter).
         """
         texts = [segment.text for segment in self.segments if isinstance(segment, Text)]
         if not self.calls and not self.denied:

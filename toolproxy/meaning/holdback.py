@@ -46,7 +46,7 @@ WAIT_FOR_CLOSER = 4096  # characters a `closed_only` opener is held for, waiting
 
 
 # The piece that says a marker was set aside here (an empty one of reasoning): the answer's whitespace before its
-# first character is layout after it (Extraction.lead_is_layout).
+# first character is layout after it (Extraction.lead).
 MARKUP = (True, "")
 
 
