@@ -34,7 +34,7 @@ from toolproxy.transform.response import ToolRequest, transform_completion
 Result = tuple[str, list[tuple[str, Any]], str]
 READ = make_tool("read", {"path": {"type": "string"}}, ["path"])
 CALL = '<tool_call>{"name": "read", "arguments": {"path": "a.py"}}</tool_call>'
-SPLIT_EVERYWHERE_UP_TO = 1200  # characters; longer cases are fed whole and one character at a time
+SPLIT_EVERYWHERE_UP_TO = 800  # characters; longer cases are fed whole and one character at a time
 
 
 def buffered(text: str, request: ToolRequest, thought: str = "") -> Result:
