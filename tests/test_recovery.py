@@ -159,7 +159,6 @@ def test_a_label_line_before_a_recovered_call_is_its_markup_and_prose_is_not() -
     assert kept.content() == "I will read the file first:"
 
 
-
 @pytest.mark.parametrize("tail", ["\n</tool and then", "\n<", "\n<b", "\n</think"])
 def test_only_a_cut_known_closer_at_the_very_end_goes_with_the_call(tail: str) -> None:
     extraction = extract('<tool_call>\n{"name": "read", "arguments": {"path": "/a"}}\n</tool_call>' + tail, TOOLS)

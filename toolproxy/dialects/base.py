@@ -230,3 +230,15 @@ def call_from_json(value: Any) -> tuple[str, Any] | None:
     if arguments is not None and not isinstance(arguments, (dict, str)):
         return None
     return name, arguments
+
+
+def text_property(schema: Any) -> str:
+    """The one property a raw text input can fill: the only property, or the only required string one."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping) or not properties:
+        return ""
+    if len(properties) == 1:
+        return str(next(iter(properties)))
+    required = [key for key in schema.get("required", ()) if isinstance(properties.get(key), Mapping)
+                and properties[key].get("type") == "string"]
+    return str(required[0]) if len(required) == 1 else ""

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolproxy.dialects.base import Markup, ToolIndex, decode_json
+from toolproxy.dialects.base import Markup, ToolIndex, decode_json, text_property
 from toolproxy.dialects.cursor import SPACE, Cursor, Read, ahead, json_value, literal, marker, space, word
 from toolproxy.dialects.gemma4_values import raw_until
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
@@ -125,18 +125,6 @@ def _json_body(cursor: Cursor, header: str) -> Read[tuple[str, Any] | None]:
 
 def _text_body(cursor: Cursor, header: str, tools: ToolIndex) -> Read[tuple[str, Any] | None]:
     raw = yield from raw_until(cursor, END)
-    key = _text_property(tools.get(header))
+    key = text_property(tools.get(header))
     return (header, {key: raw}) if isinstance(raw, str) and header and key else None
-
-
-def _text_property(schema: Any) -> str:
-    """The one property a raw text input can fill: the only property, or the only required string one."""
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(properties, Mapping) or not properties:
-        return ""
-    if len(properties) == 1:
-        return str(next(iter(properties)))
-    required = [key for key in schema.get("required", ()) if isinstance(properties.get(key), Mapping)
-                and properties[key].get("type") == "string"]
-    return str(required[0]) if len(required) == 1 else ""
 

@@ -5,18 +5,16 @@ must run in the background]`.
 Gemini CLI and its forks for open models (Qwen Code, iFlow CLI, easy-llm-cli) send that prompt, and the models they
 drive copy its examples as their action instead of calling the tool (QwenLM/qwen-code#31,
 ConardLi/easy-llm-cli#57). The tool's name, `for`, then quoted values, each after its argument's name (`and` or `,`
-between pairs); a value without a name belongs to the tool's one required argument; a reason may close it
-(`because ...`). Values are strings, typed later by the schema like every XML value; `extraction.py` validates.
+between pairs); a value without a name fills the one argument a bare text can (`base.text_property`); a reason may
+close it (`because ...`). Values are strings, typed later by the schema like every XML value; `extraction.py` validates.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from toolproxy.dialects.base import Markup, ToolIndex, declared_name
+from toolproxy.dialects.base import Markup, ToolIndex, declared_name, text_property
 from toolproxy.dialects.cursor import marker, until, word
 from toolproxy.dialects.token_block import Found, Script, TokenBlockScanner
 
@@ -78,7 +76,7 @@ class SaidCallScanner(TokenBlockScanner):
             key = yield from word(cursor, _KEY, _WORD_LIMIT)
             if key is not None and (yield from marker(cursor, " ")) is None:
                 return None
-            key = key or _sole_required(self._tools[name])
+            key = key or text_property(self._tools[name]) or None
             quote = yield from marker(cursor, "'", '"')
             value = (yield from until(cursor, quote, _VALUE_LIMIT)) if quote else None
             if key is None or key in arguments or value is None or "\n" in value:
@@ -99,9 +97,3 @@ def _follow(tools: ToolIndex) -> str:
     alike), then the whole call, or the text ending within reach (a stream waits there)."""
     names = "|".join(re.sub(r"\\-|_", "[-_]", re.escape(name)) for name in sorted(tools, key=len, reverse=True))
     return rf"(?:(?:[\w.:-]{{0,{_WORD_LIMIT}}}:)?(?:{names}){_CALL_AFTER_NAME}|[^\n]{{0,1000}}+\Z)"
-
-
-def _sole_required(schema: Mapping[str, Any]) -> str | None:
-    """The argument a value written without a name belongs to: the tool's one required argument."""
-    required = schema.get("required") if isinstance(schema, Mapping) else None
-    return required[0] if isinstance(required, list) and len(required) == 1 and isinstance(required[0], str) else None
